@@ -1,0 +1,99 @@
+"""Versioned, checksummed artifact directories (codecs and voices).
+
+An artifact directory holds a ``config.yaml`` with ``format_version`` and ``kind``, data files
+(safetensors, never pickles) and a ``SHA256SUMS`` file in ``sha256sum`` format. Loaders verify every
+listed checksum and reject versions they don't know, so a stale or corrupted download can't
+silently produce different audio.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from importlib import resources
+from pathlib import Path
+
+from audiopd.errors import ArtifactError
+
+_REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def write_checksums(directory: Path) -> Path:
+    """(Re)write ``SHA256SUMS`` for every regular file in ``directory`` except itself and README.md."""
+    directory = Path(directory)
+    lines = []
+    for p in sorted(directory.iterdir()):
+        if p.is_file() and p.name not in ("SHA256SUMS", "README.md"):
+            lines.append(f"{sha256_file(p)}  {p.name}\n")
+    out = directory / "SHA256SUMS"
+    out.write_text("".join(lines))
+    return out
+
+
+def verify_checksums(directory: Path) -> None:
+    """Raise ``ArtifactError`` unless every file listed in ``SHA256SUMS`` exists and matches."""
+    sums = directory / "SHA256SUMS"
+    if not sums.is_file():
+        raise ArtifactError(f"{directory}: SHA256SUMS is missing")
+    for line in sums.read_text().splitlines():
+        if not line.strip():
+            continue
+        digest, _, name = line.partition("  ")
+        target = directory / name.strip()
+        if not target.is_file():
+            raise ArtifactError(f"{directory}: {name.strip()} is listed in SHA256SUMS but missing")
+        if sha256_file(target) != digest.strip():
+            raise ArtifactError(f"{directory}: checksum mismatch for {name.strip()} (corrupted or edited)")
+
+
+def search_path(kind: str) -> list[Path]:
+    """Where artifacts of ``kind`` ("codecs" or "voices") are looked up, in order.
+
+    1. ``$AUDIOPD_<KIND>_PATH`` (``os.pathsep``-separated), for users' own artifacts;
+    2. the copy installed inside the package (``audiopd/_assets/<kind>``);
+    3. the source checkout's top-level ``<kind>/`` (editable installs and tests).
+    """
+    paths: list[Path] = []
+    env = os.environ.get(f"AUDIOPD_{kind.upper()}_PATH")
+    if env:
+        paths.extend(Path(p) for p in env.split(os.pathsep) if p)
+    try:
+        installed = Path(str(resources.files("audiopd") / "_assets" / kind))
+        if installed.is_dir():
+            paths.append(installed)
+    except (ModuleNotFoundError, TypeError):
+        pass
+    checkout = _REPO_ROOT / kind
+    if checkout.is_dir():
+        paths.append(checkout)
+    return paths
+
+
+def find_artifact(kind: str, name: str) -> Path:
+    """Resolve an artifact name (or a directory path) to its directory, or raise a clear error."""
+    candidate = Path(name)
+    if candidate.is_dir() and (candidate / "config.yaml").is_file():
+        return candidate
+    for root in search_path(kind):
+        d = root / name
+        if (d / "config.yaml").is_file():
+            return d
+    looked = ", ".join(str(p) for p in search_path(kind)) or "(nowhere)"
+    raise ArtifactError(f"no {kind[:-1]} named {name!r}: looked in {looked}")
+
+
+def available(kind: str) -> list[str]:
+    names: set[str] = set()
+    for root in search_path(kind):
+        for d in root.iterdir():
+            if (d / "config.yaml").is_file():
+                names.add(d.name)
+    return sorted(names)

@@ -1,0 +1,66 @@
+"""The one codec interface: audio <-> a grid of discrete tokens ``codes[B, Q, T]``.
+
+Level 0 is the coarse level (timing, pitch, energy, broad envelope); higher levels refine
+detail (residual VQ, as in SoundStream/EnCodec). The model only ever sees ``num_codebooks`` (Q),
+``cardinality`` and ``frame_rate``; everything else stays behind this interface.
+"""
+
+from __future__ import annotations
+
+import abc
+
+import numpy as np
+
+
+class Codec(abc.ABC):
+    """Abstract codec. Adapters implement ``_encode``/``_decode`` on validated arrays."""
+
+    name: str
+    sample_rate: int
+    frame_rate: float
+    num_codebooks: int
+    cardinality: int
+
+    def encode(self, audio: np.ndarray) -> np.ndarray:
+        """Audio ``[S]`` or ``[B, S]`` float at ``sample_rate`` -> int64 codes ``[B, Q, T]``."""
+        x = np.asarray(audio, dtype=np.float32)
+        if x.ndim == 1:
+            x = x[None]
+        if x.ndim != 2 or x.shape[1] == 0:
+            raise ValueError(f"expected audio of shape [S] or [B, S] with S > 0, got {tuple(x.shape)}")
+        codes = self._encode(x)
+        assert codes.ndim == 3 and codes.shape[1] == self.num_codebooks
+        return codes.astype(np.int64)
+
+    def decode(self, codes: np.ndarray) -> np.ndarray:
+        """Codes ``[B, Q', T]`` (or ``[Q', T]``) with ``1 <= Q' <= Q`` -> float32 audio ``[B, S]``.
+
+        Passing fewer levels than ``num_codebooks`` decodes from the coarsest ``Q'`` levels only,
+        which is how the level-vs-quality table is measured.
+        """
+        c = np.asarray(codes)
+        if c.ndim == 2:
+            c = c[None]
+        if c.ndim != 3 or not 1 <= c.shape[1] <= self.num_codebooks:
+            raise ValueError(
+                f"expected codes [B, Q', T] with 1 <= Q' <= {self.num_codebooks}, got {tuple(c.shape)}"
+            )
+        if c.size and (c.min() < 0 or c.max() >= self.cardinality):
+            raise ValueError(f"codes out of range [0, {self.cardinality})")
+        return self._decode(c.astype(np.int64)).astype(np.float32)
+
+    def num_frames(self, num_samples: int) -> int:
+        """Frames produced for ``num_samples`` of audio."""
+        return int(np.ceil(num_samples * self.frame_rate / self.sample_rate))
+
+    @abc.abstractmethod
+    def _encode(self, audio: np.ndarray) -> np.ndarray: ...
+
+    @abc.abstractmethod
+    def _decode(self, codes: np.ndarray) -> np.ndarray: ...
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(name={self.name!r}, sample_rate={self.sample_rate}, "
+            f"frame_rate={self.frame_rate}, Q={self.num_codebooks}, cardinality={self.cardinality})"
+        )
