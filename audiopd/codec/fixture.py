@@ -33,7 +33,7 @@ import yaml
 from audiopd.artifacts import write_checksums
 from audiopd.codec.base import Codec
 from audiopd.codec.registry import register
-from audiopd.config import from_dict
+from audiopd.config import from_dict, to_dict
 from audiopd.errors import ArtifactError, AudioInputError
 
 FORMAT_VERSION = 1
@@ -207,8 +207,9 @@ def write_fixture_artifact(directory: str | Path, **config: Any) -> Path:
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     data = {"kind": "fixture", "format_version": FORMAT_VERSION, **config}
-    from_dict(FixtureConfig, data, where=str(directory / "config.yaml"))  # reject bad keys early
-    (directory / "config.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    # Round-trip through the dataclass: rejects unknown keys early and writes every default out.
+    full = to_dict(from_dict(FixtureConfig, data, where=str(directory / "config.yaml")))
+    (directory / "config.yaml").write_text(yaml.safe_dump(full, sort_keys=False))
     write_checksums(directory)
     return directory
 
