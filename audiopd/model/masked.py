@@ -1,0 +1,118 @@
+"""The masked codec transformer (SoundStorm, Borsos et al. 2023) and the serial level-0 model.
+
+Masked model: a bidirectional transformer over frames. Each frame's input is the sum of one
+embedding per codebook level (id ``cardinality`` = [MASK] on every level), the frame condition and a
+"target level" embedding. It predicts one level at a time given coarser levels clean and finer ones
+masked, with one output head per level (SoundStorm §3.2). Heads are computed only for the levels a
+caller asks for, so a decoding pass pays for one [D x C] projection per level it actually fills.
+
+Serial model: a causal transformer for level 0 only, frame-synchronous with the durations (input at
+frame t = condition[t] + embedding of code0[t-1]); a KV cache makes each decoding step one token's
+work (VALL-E style AR stage, but with alignment fixed by durations instead of learned attention).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from audiopd.model.config import ModelConfig
+from audiopd.model.encoder import FrameCondition
+from audiopd.model.layers import KVCache, Transformer
+
+
+class MaskedCodecTransformer(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.num_codebooks = q = cfg.num_codebooks
+        self.cardinality = c = cfg.cardinality
+        self.mask_id = c
+        # One table with per-level offsets: a single gather embeds all levels at once.
+        self.code_embed = nn.Embedding(q * (c + 1), cfg.d_model)
+        self.register_buffer("level_offsets", torch.arange(q).mul(c + 1)[None, :, None], persistent=False)
+        self.target_level = nn.Embedding(q, cfg.d_model)
+        self.cond_proj = nn.Linear(cfg.d_model, cfg.d_model)
+        self.body = Transformer(cfg.d_model, cfg.n_heads, cfg.masked_layers, cfg.ff_mult, cfg.dropout,
+                                causal=False, max_len=cfg.max_frames)
+        self.head_weight = nn.Parameter(torch.randn(q, c, cfg.d_model) * cfg.d_model**-0.5)
+        self.head_bias = nn.Parameter(torch.zeros(q, c))
+
+    def hidden(self, codes: Tensor, cond: FrameCondition, target_level: Tensor | int) -> Tensor:
+        """codes [B, Q, T] with ``mask_id`` at masked positions -> hidden states [B, T, D]."""
+        b, q, t = codes.shape
+        if q != self.num_codebooks:
+            raise ValueError(f"expected {self.num_codebooks} levels, got {q}")
+        x = self.code_embed(codes.long() + self.level_offsets).sum(1)  # [B, T, D]
+        if isinstance(target_level, int):
+            target_level = torch.full((b,), target_level, dtype=torch.long, device=codes.device)
+        x = x + self.cond_proj(cond.frames) + self.target_level(target_level)[:, None, :]
+        return self.body(x, cond.frame_mask)
+
+    def level_logits(self, h: Tensor, levels: Sequence[int]) -> Tensor:
+        """Hidden [B, T, D] -> logits [B, len(levels), T, C] for the requested heads only."""
+        idx = torch.as_tensor(list(levels), dtype=torch.long, device=h.device)
+        w = self.head_weight.index_select(0, idx)  # [n, C, D]
+        bias = self.head_bias.index_select(0, idx)  # [n, C]
+        return torch.einsum("btd,ncd->bntc", h, w) + bias[None, :, None, :]
+
+    def item_logits(self, h: Tensor, levels: Tensor) -> Tensor:
+        """Per-item head: hidden [B, T, D], levels [B] -> logits [B, T, C] (training: one level per item)."""
+        w = self.head_weight.index_select(0, levels)  # [B, C, D]
+        return torch.einsum("btd,bcd->btc", h, w) + self.head_bias.index_select(0, levels)[:, None, :]
+
+    def forward(self, codes: Tensor, cond: FrameCondition, levels: Sequence[int]) -> Tensor:
+        """One decoding pass: logits [B, len(levels), T, C]; the target level is the coarsest requested."""
+        h = self.hidden(codes, cond, min(levels))
+        return self.level_logits(h, levels)
+
+
+@dataclass
+class SerialState:
+    """Decoding state of the serial model: projected condition for all frames + the KV cache."""
+
+    cond: Tensor  # [B, T, D], projected once at start
+    cache: KVCache
+    position: int = 0
+
+
+class SerialLevel0(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cardinality = cfg.cardinality
+        self.bos_id = cfg.cardinality
+        self.token = nn.Embedding(cfg.cardinality + 1, cfg.d_model)
+        self.cond_proj = nn.Linear(cfg.d_model, cfg.d_model)
+        self.body = Transformer(cfg.d_model, cfg.n_heads, cfg.serial_layers, cfg.ff_mult, cfg.dropout,
+                                causal=True, max_len=cfg.max_frames)
+        self.head = nn.Linear(cfg.d_model, cfg.cardinality)
+
+    def forward(self, code0: Tensor, cond: FrameCondition) -> Tensor:
+        """Teacher-forced pass: code0 [B, T] -> logits [B, T, C] for code0 itself (inputs shifted by one)."""
+        prev = torch.cat((torch.full_like(code0[:, :1], self.bos_id), code0[:, :-1]), dim=1)
+        x = self.cond_proj(cond.frames) + self.token(prev.long())
+        return self.head(self.body(x, cond.frame_mask))
+
+    def start(self, cond: FrameCondition) -> SerialState:
+        """Prepare incremental decoding of ``cond.num_frames`` frames."""
+        c = self.cond_proj(cond.frames)
+        cache = self.body.new_cache(cond.batch, cond.num_frames, c.device, c.dtype)
+        return SerialState(cond=c, cache=cache)
+
+    def step(self, state: SerialState, prev: Tensor | None) -> Tensor:
+        """Logits [B, C] for frame ``state.position`` given the previous frame's tokens [B] (None at t=0).
+
+        Padded items simply run past their end; causality means their extra frames can never affect
+        their real ones, and the caller discards them.
+        """
+        t = state.position
+        if t >= state.cond.shape[1]:
+            raise RuntimeError("serial decoding ran past the last frame")
+        if prev is None:
+            prev = torch.full((state.cond.shape[0],), self.bos_id, dtype=torch.long, device=state.cond.device)
+        x = state.cond[:, t : t + 1] + self.token(prev.long())[:, None, :]
+        h = self.body.step(x, state.cache)
+        state.position += 1
+        return self.head(h[:, 0])

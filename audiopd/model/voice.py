@@ -1,0 +1,173 @@
+"""A voice: all networks of one trained model, and its versioned artifact (save / load).
+
+One artifact holds the shared frame conditioner (phoneme encoder + duration predictor), the masked
+codec transformer and the serial level-0 model, so the parallel path and its serial fallback always
+agree on durations and conditioning.
+
+Artifact layout (``format_version`` 1)::
+
+    config.yaml        format_version, kind: voice, codec, sample_rate, frame_rate, num_codebooks,
+                       cardinality, inventory_version, voices, model (ModelConfig)
+    model.safetensors  weights (metadata: format_version)
+    SHA256SUMS
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import yaml
+from safetensors.torch import load_file, save_file
+from torch import Tensor, nn
+
+from audiopd import artifacts
+from audiopd.config import from_dict, to_dict
+from audiopd.errors import ArtifactError
+from audiopd.model.config import ModelConfig
+from audiopd.model.encoder import FrameCondition, FrameConditioner
+from audiopd.model.masked import MaskedCodecTransformer, SerialLevel0
+
+VOICE_FORMAT_VERSION = 1
+SUPPORTED_VOICE_VERSIONS = (1,)
+
+
+@dataclass(frozen=True)
+class VoiceInfo:
+    """What a voice was trained on; the runtime checks it against the codec and text frontend."""
+
+    codec: str = ""
+    sample_rate: int = 0
+    frame_rate: float = 0.0
+    num_codebooks: int = 0
+    cardinality: int = 0
+    inventory_version: str = ""
+    voices: tuple[str, ...] = field(default_factory=tuple)
+
+    def speaker_id(self, voice: str | int) -> int:
+        """Speaker index for a voice name (or a valid index)."""
+        if isinstance(voice, int):
+            if not 0 <= voice < max(len(self.voices), 1):
+                raise ArtifactError(f"speaker id {voice} out of range (voices: {', '.join(self.voices)})")
+            return voice
+        if voice not in self.voices:
+            raise ArtifactError(f"unknown voice {voice!r} (available: {', '.join(self.voices) or 'none'})")
+        return self.voices.index(voice)
+
+
+class VoiceModel(nn.Module):
+    def __init__(self, cfg: ModelConfig, info: VoiceInfo | None = None) -> None:
+        super().__init__()
+        cfg.validate()
+        self.cfg = cfg
+        self.info = info or VoiceInfo(num_codebooks=cfg.num_codebooks, cardinality=cfg.cardinality)
+        self.conditioner = FrameConditioner(cfg)
+        self.masked = MaskedCodecTransformer(cfg)
+        self.serial = SerialLevel0(cfg)
+
+    @property
+    def num_codebooks(self) -> int:
+        return self.cfg.num_codebooks
+
+    @property
+    def cardinality(self) -> int:
+        return self.cfg.cardinality
+
+    @property
+    def mask_id(self) -> int:
+        return self.cfg.cardinality
+
+    @torch.no_grad()
+    def condition(self, phonemes: Tensor, speakers: Tensor, phone_mask: Tensor | None = None,
+                  durations: Tensor | None = None, speed: float = 1.0) -> FrameCondition:
+        """Inference conditioning: phonemes [B, L] (0 = padding), speakers [B] -> FrameCondition.
+
+        Durations are predicted (scaled by 1/``speed``) unless given.
+        """
+        if phonemes.ndim == 1:
+            phonemes = phonemes[None]
+        if phone_mask is None:
+            phone_mask = phonemes != 0
+        if phonemes.shape[1] == 0 or not bool(phone_mask.any(-1).all()):
+            raise ValueError("every item needs at least one phoneme token")
+        if int(phonemes.max()) >= self.cfg.num_symbols or int(phonemes.min()) < 0:
+            raise ValueError(f"phoneme ids must lie in [0, {self.cfg.num_symbols})")
+        speakers = torch.as_tensor(speakers, dtype=torch.long).reshape(-1).expand(phonemes.shape[0])
+        if int(speakers.max()) >= self.cfg.num_speakers or int(speakers.min()) < 0:
+            raise ValueError(f"speaker ids must lie in [0, {self.cfg.num_speakers})")
+        cond, _ = self.conditioner(phonemes, phone_mask, speakers, durations, speed)
+        return cond
+
+    def num_parameters(self) -> dict[str, int]:
+        def n(m: nn.Module) -> int:
+            return sum(p.numel() for p in m.parameters())
+
+        return {"conditioner": n(self.conditioner), "masked": n(self.masked), "serial": n(self.serial)}
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def save_voice(model: VoiceModel, directory: str | Path, *, extra: dict[str, Any] | None = None) -> Path:
+    """Write a voice artifact directory (config.yaml + model.safetensors + SHA256SUMS)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    tmp = directory / ".model.safetensors.tmp"
+    save_file(state, str(tmp), metadata={"format_version": str(VOICE_FORMAT_VERSION)})
+    os.replace(tmp, directory / "model.safetensors")
+    info = to_dict(model.info)
+    config = {
+        "format_version": VOICE_FORMAT_VERSION,
+        "kind": "voice",
+        **info,
+        "model": to_dict(model.cfg),
+    }
+    if extra:
+        config["training"] = extra
+    _atomic_write_text(directory / "config.yaml", yaml.safe_dump(config, sort_keys=False))
+    artifacts.write_checksums(directory)
+    return directory
+
+
+def load_voice(name_or_dir: str | Path, *, map_location: str = "cpu") -> VoiceModel:
+    """Load a voice artifact by name (``voices/<name>``) or directory; verifies checksums and version."""
+    directory = artifacts.find_artifact("voices", str(name_or_dir))
+    try:
+        cfg = yaml.safe_load((directory / "config.yaml").read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ArtifactError(f"{directory}/config.yaml is not valid YAML: {exc}") from None
+    if not isinstance(cfg, dict):
+        raise ArtifactError(f"{directory}/config.yaml is not a mapping")
+    version = cfg.get("format_version")
+    if version not in SUPPORTED_VOICE_VERSIONS:
+        raise ArtifactError(
+            f"{directory}: voice format_version {version!r} is not supported (known: {SUPPORTED_VOICE_VERSIONS})"
+        )
+    if cfg.get("kind") != "voice":
+        raise ArtifactError(f"{directory}: kind is {cfg.get('kind')!r}, expected 'voice'")
+    artifacts.verify_checksums(directory)
+    info_keys = {f.name for f in dataclasses.fields(VoiceInfo)}
+    info = from_dict(VoiceInfo, {k: v for k, v in cfg.items() if k in info_keys}, where=f"{directory}/config.yaml")
+    mcfg = from_dict(ModelConfig, cfg.get("model") or {}, where=f"{directory}/config.yaml:model")
+    model = VoiceModel(mcfg, info)
+    weights = directory / "model.safetensors"
+    if not weights.is_file():
+        raise ArtifactError(f"{directory}: model.safetensors is missing")
+    state = load_file(str(weights), device=map_location)
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if missing or unexpected:
+        raise ArtifactError(
+            f"{directory}: weights do not match the config (missing {len(missing)}, unexpected {len(unexpected)})"
+        )
+    model.eval()
+    return model

@@ -1,0 +1,35 @@
+"""``python -m audiopd.train --config CONFIG.yaml --shards DIR --out RUN_DIR [--resume] [--max-minutes M]``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from audiopd.config import load_config
+from audiopd.errors import AudiopdError
+from audiopd.train.loop import TrainConfig, train
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m audiopd.train", description="Train an audiopd voice.")
+    ap.add_argument("--config", help="training config (YAML/TOML); defaults when omitted")
+    ap.add_argument("--shards", required=True, nargs="+", help="shard directory/files")
+    ap.add_argument("--out", required=True, help="run directory (logs, checkpoints)")
+    ap.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out")
+    ap.add_argument("--max-minutes", type=float, default=None, help="wall-clock budget; checkpoints on stop")
+    ap.add_argument("--max-steps", type=int, default=None, help="override config max_steps as a stop (LR unchanged)")
+    args = ap.parse_args(argv)
+    try:
+        cfg = load_config(TrainConfig, args.config) if args.config else TrainConfig()
+        summary = train(cfg, args.shards, args.out, resume=args.resume, max_minutes=args.max_minutes,
+                        max_steps=args.max_steps)
+    except AudiopdError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

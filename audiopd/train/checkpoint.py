@@ -1,0 +1,123 @@
+"""Training checkpoints: safetensors weights + safetensors optimizer/RNG state + a JSON state file.
+
+No pickles anywhere (a checkpoint directory can be inspected or shipped without running code).
+Layout::
+
+    RUN_DIR/checkpoints/step_00001000/model.safetensors
+                                     /optimizer.safetensors  (Adam moments, RNG states; param_groups in metadata)
+                                     /state.json             (step, epoch, batch, configs, data metadata)
+    RUN_DIR/checkpoints/LATEST       (name of the newest complete checkpoint)
+
+A checkpoint directory is written under a temporary name and renamed, and LATEST is updated last,
+so an interrupted save never leaves a half-written "latest" checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from audiopd.errors import ArtifactError
+
+CHECKPOINT_FORMAT_VERSION = 1
+
+
+def _optimizer_tensors(opt: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], str]:
+    sd = opt.state_dict()
+    tensors: dict[str, torch.Tensor] = {}
+    scalars: dict[str, dict[str, Any]] = {}
+    for idx, st in sd["state"].items():
+        for k, v in st.items():
+            if isinstance(v, torch.Tensor):
+                tensors[f"state.{idx}.{k}"] = v.detach().cpu().contiguous()
+            else:
+                scalars.setdefault(str(idx), {})[k] = v
+    meta = json.dumps({"param_groups": sd["param_groups"], "scalars": scalars})
+    return tensors, meta
+
+
+def _optimizer_state(tensors: dict[str, torch.Tensor], meta: str) -> dict[str, Any]:
+    info = json.loads(meta)
+    state: dict[int, dict[str, Any]] = {}
+    for name, v in tensors.items():
+        if not name.startswith("state."):
+            continue
+        _, idx, key = name.split(".", 2)
+        state.setdefault(int(idx), {})[key] = v
+    for idx, extra in info["scalars"].items():
+        state.setdefault(int(idx), {}).update(extra)
+    return {"state": state, "param_groups": info["param_groups"]}
+
+
+def save_checkpoint(run_dir: Path, *, step: int, model: nn.Module, optimizer: torch.optim.Optimizer,
+                    rng: dict[str, torch.Tensor], state: dict[str, Any], keep: int = 2) -> Path:
+    ckdir = Path(run_dir) / "checkpoints"
+    ckdir.mkdir(parents=True, exist_ok=True)
+    name = f"step_{step:08d}"
+    final = ckdir / name
+    tmp = ckdir / f".{name}.tmp"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    weights = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    save_file(weights, str(tmp / "model.safetensors"), metadata={"format_version": str(CHECKPOINT_FORMAT_VERSION)})
+    tensors, meta = _optimizer_tensors(optimizer)
+    for k, v in rng.items():
+        tensors[f"rng.{k}"] = v.detach().cpu().contiguous()
+    save_file(tensors, str(tmp / "optimizer.safetensors"), metadata={"optimizer": meta})
+    full_state = {"format_version": CHECKPOINT_FORMAT_VERSION, "step": step, **state}
+    (tmp / "state.json").write_text(json.dumps(full_state, indent=1))
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    latest = ckdir / "LATEST"
+    ltmp = ckdir / ".LATEST.tmp"
+    ltmp.write_text(name + "\n")
+    os.replace(ltmp, latest)
+    old = sorted(p for p in ckdir.glob("step_*") if p.is_dir() and p.name != name)
+    for p in old[: max(0, len(old) - (keep - 1))]:
+        shutil.rmtree(p, ignore_errors=True)
+    return final
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    ckdir = Path(run_dir) / "checkpoints"
+    latest = ckdir / "LATEST"
+    if not latest.is_file():
+        return None
+    path = ckdir / latest.read_text().strip()
+    if not (path / "state.json").is_file():
+        raise ArtifactError(f"{latest} names {path.name}, which is missing or incomplete")
+    return path
+
+
+def read_state(path: Path) -> dict[str, Any]:
+    state = json.loads((Path(path) / "state.json").read_text())
+    if state.get("format_version") != CHECKPOINT_FORMAT_VERSION:
+        raise ArtifactError(f"{path}: checkpoint format_version {state.get('format_version')!r} not supported")
+    return state
+
+
+def load_checkpoint(path: Path, *, model: nn.Module, optimizer: torch.optim.Optimizer | None = None
+                    ) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+    """Restore weights (and optimizer) in place; returns (state.json contents, RNG state tensors)."""
+    path = Path(path)
+    state = read_state(path)
+    model.load_state_dict(load_file(str(path / "model.safetensors")))
+    rng: dict[str, torch.Tensor] = {}
+    if optimizer is not None:
+        from safetensors import safe_open
+
+        with safe_open(str(path / "optimizer.safetensors"), framework="pt") as f:
+            meta = (f.metadata() or {})["optimizer"]
+            tensors = {k: f.get_tensor(k) for k in f.keys()}
+        optimizer.load_state_dict(_optimizer_state(tensors, meta))
+        rng = {k[4:]: v for k, v in tensors.items() if k.startswith("rng.")}
+    return state, rng
