@@ -84,6 +84,8 @@ def write_shard(path: str | Path, utterances: Iterable[Utterance], meta: ShardMe
         _check(u, meta)
     frame_offsets = np.cumsum([0] + [u.num_frames for u in utts]).astype(np.int64)
     phone_offsets = np.cumsum([0] + [len(u.phonemes) for u in utts]).astype(np.int64)
+    # ascontiguousarray: safetensors writes raw buffers, and concatenating Fortran-ordered
+    # arrays (e.g. a transposed [T, Q] array) yields a Fortran-ordered result.
     tensors = {
         "codes": np.concatenate([u.codes for u in utts], axis=1).astype(np.int16),
         "phonemes": np.concatenate([u.phonemes for u in utts]).astype(np.int32),
@@ -92,6 +94,7 @@ def write_shard(path: str | Path, utterances: Iterable[Utterance], meta: ShardMe
         "phone_offsets": phone_offsets,
         "speakers": np.array([u.speaker for u in utts], dtype=np.int32),
     }
+    tensors = {k: np.ascontiguousarray(v) for k, v in tensors.items()}
     metadata = {
         "format_version": SHARD_FORMAT_VERSION,
         "codec": meta.codec,
