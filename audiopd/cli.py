@@ -117,10 +117,16 @@ def _roundtrip_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("inputs", nargs="+", metavar="IN.wav", help="audio files at the codec's sample rate")
     p.add_argument("-o", "--outdir", required=True, metavar="OUTDIR", help="where to write the decoded files")
     p.add_argument("--codec", default=DEFAULT_CODEC, help="codec artifact name or directory (default: %(default)s)")
-    p.add_argument("--levels", type=int, default=None, metavar="N", help="decode from the first N levels (default: all)")
+    p.add_argument(
+        "--levels", type=int, default=None, metavar="N", help="decode from the first N levels (default: all)"
+    )
 
 
-@subcommand("codec roundtrip", help="encode audio files and decode them again (optionally from fewer levels)", args=_roundtrip_args)
+@subcommand(
+    "codec roundtrip",
+    help="encode audio files and decode them again (optionally from fewer levels)",
+    args=_roundtrip_args,
+)
 def cmd_codec_roundtrip(args: argparse.Namespace) -> int:
     from audiopd.audio import read_audio, write_audio
     from audiopd.codec import load_codec

@@ -185,13 +185,15 @@ def test_real_weights_reconstruct_speechlike_audio() -> None:
     sr = 24000
     t = np.arange(sr) / sr
     # Harmonics of 140 Hz with a 3 Hz syllable-rate envelope, then a noise burst: speech-ish.
-    voiced = sum(0.15 / k * np.sin(2 * np.pi * 140 * k * t) for k in range(1, 8)) * (0.6 + 0.4 * np.sin(6 * np.pi * t))
+    harmonics = sum(0.15 / k * np.sin(2 * np.pi * 140 * k * t) for k in range(1, 8))
+    voiced = harmonics * (0.6 + 0.4 * np.sin(6 * np.pi * t))
     noise = np.random.default_rng(0).standard_normal(sr) * 0.03
     audio = np.concatenate([voiced, noise]).astype(np.float32)
     out = codec.decode(codec.encode(audio))[0, : audio.size]
 
     def mag(x: np.ndarray) -> np.ndarray:
-        return torch.stft(torch.from_numpy(x), 1024, 256, window=torch.hann_window(1024), return_complex=True).abs()
+        window = torch.hann_window(1024)
+        return torch.stft(torch.from_numpy(x), 1024, 256, window=window, return_complex=True).abs()
 
     ref, got = mag(audio), mag(out)
     convergence = float(torch.linalg.norm(ref - got) / torch.linalg.norm(ref))
