@@ -216,7 +216,7 @@ def train(cfg: TrainConfig, shards: str | Path | list[str | Path], out: str | Pa
             _log(log_path, {"event": "stop", "reason": stopped, "step": step,
                             "minutes": (time.monotonic() - t_start) / 60})
         return {"step": step, "epoch": epoch, "stopped": stopped,
-                "last": {k: float(v) for k, v in losses.items()}}
+                "last": {k: float(v.detach()) for k, v in losses.items()}}
     finally:
         if world > 1 and dist.is_initialized():
             dist.destroy_process_group()

@@ -8,13 +8,14 @@ import numpy as np
 import pytest
 
 from audiopd.model.config import ModelConfig
+from audiopd.text import INVENTORY_VERSION
 from audiopd.train.loop import TrainConfig
 from audiopd.train.objective import LossConfig
 from audiopd.train.shards import ShardMeta, Utterance, write_shard
 
 Q, CARD, NSYM = 4, 16, 12
 META = ShardMeta(codec="fixture", sample_rate=16000, frame_rate=100.0, num_codebooks=Q, cardinality=CARD,
-                 inventory_version="test-1", voices=("a", "b"))
+                 inventory_version=str(INVENTORY_VERSION), voices=("a", "b"))
 
 
 def make_utterances(n: int, seed: int, min_phones: int = 3, max_phones: int = 8) -> list[Utterance]:

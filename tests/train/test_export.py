@@ -1,0 +1,67 @@
+"""Export a run as a voice artifact; load it back; reject tampering and unknown versions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from conftest import META, tiny_train_config
+
+from audiopd.errors import ArtifactError
+from audiopd.model.voice import load_voice
+from audiopd.train.export import export_voice, main as export_main
+from audiopd.train.loop import train
+
+
+@pytest.fixture
+def voice_dir(shard_dir: Path, tmp_path: Path) -> Path:
+    train(tiny_train_config(max_steps=3), shard_dir, tmp_path / "run")
+    return export_voice(tmp_path / "run", tmp_path / "voice")
+
+
+def test_round_trip(voice_dir: Path, tmp_path: Path) -> None:
+    cfg = yaml.safe_load((voice_dir / "config.yaml").read_text())
+    assert cfg["format_version"] == 1 and cfg["kind"] == "voice"
+    assert cfg["codec"] == META.codec and cfg["voices"] == list(META.voices)
+    assert cfg["num_codebooks"] == META.num_codebooks and cfg["cardinality"] == META.cardinality
+    assert (voice_dir / "SHA256SUMS").is_file()
+    model = load_voice(voice_dir)
+    assert not model.training
+    assert model.info.voices == META.voices and model.info.speaker_id("b") == 1
+    from safetensors.torch import load_file
+
+    from audiopd.train.checkpoint import latest_checkpoint
+
+    ck = load_file(str(latest_checkpoint(tmp_path / "run") / "model.safetensors"))
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, ck[k]), k
+
+
+def test_rejects_unknown_version(voice_dir: Path) -> None:
+    cfg = yaml.safe_load((voice_dir / "config.yaml").read_text())
+    cfg["format_version"] = 2
+    (voice_dir / "config.yaml").write_text(yaml.safe_dump(cfg))
+    with pytest.raises(ArtifactError, match="format_version"):
+        load_voice(voice_dir)
+
+
+def test_rejects_corrupted_weights(voice_dir: Path) -> None:
+    w = voice_dir / "model.safetensors"
+    data = bytearray(w.read_bytes())
+    data[-1] ^= 0xFF
+    w.write_bytes(bytes(data))
+    with pytest.raises(ArtifactError, match="checksum"):
+        load_voice(voice_dir)
+
+
+def test_unknown_voice_name(voice_dir: Path) -> None:
+    with pytest.raises(ArtifactError, match="unknown voice"):
+        load_voice(voice_dir).info.speaker_id("zed")
+
+
+def test_export_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "empty").mkdir()
+    assert export_main([str(tmp_path / "empty"), str(tmp_path / "v")]) == 2
+    assert "no checkpoint" in capsys.readouterr().err
