@@ -1,0 +1,120 @@
+"""Text -> phoneme token sequence, the input of every audiopd acoustic model.
+
+Sequence rule (``phonemize``): ``^``, the phones of word 1, then between two words either ``_`` or,
+where punctuation stands, that punctuation token instead (it is the boundary, and a longer pause);
+after the last word its punctuation if any, then ``$``. Example: "Hi, Bob." ->
+``^ HH AY1 , B AA1 B . $``. Leading punctuation is dropped; runs of punctuation were already
+collapsed to the strongest mark by the normaliser.
+
+Words are the normaliser's spoken words ("$5" -> "five dollars"); each ``WordSpan`` gives a word's
+token range, so aligners, checkers and ASR comparisons can map phones back to words.
+
+Text with nothing speakable raises ``NothingToSpeakError``. Mixed text keeps what can be spoken:
+characters of unsupported scripts (Chinese, Arabic, Cyrillic, ...) are dropped by the normaliser.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from audiopd.errors import NothingToSpeakError
+from audiopd.text.g2p import g2p_word
+from audiopd.text.normalize import normalize_text
+from audiopd.text.symbols import BOS, EOS, PUNCTUATION, WORD_BOUNDARY, symbols_to_ids
+
+
+@dataclass(frozen=True)
+class WordSpan:
+    """One spoken word and its token range ``[start, end)`` in ``Phonemized.tokens``."""
+
+    word: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Phonemized:
+    """The frontend's output for one utterance."""
+
+    text: str
+    tokens: tuple[str, ...]
+    ids: tuple[int, ...]
+    words: tuple[WordSpan, ...]
+
+
+_ITEM = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)*|[.,?!;:]")
+_PUNCT = frozenset(PUNCTUATION)
+
+
+def _items(normalized: str) -> list[str]:
+    return _ITEM.findall(normalized)
+
+
+def spoken_words(text: str) -> list[str]:
+    """Lower-case spoken words of ``text`` without punctuation, as a WER reference/hypothesis.
+
+    Unlike ``phonemize`` this never raises for unspeakable text: an empty ASR hypothesis is ``[]``.
+    """
+    return [item.lower() for item in _items(normalize_text(text)) if item not in _PUNCT]
+
+
+def _scripts(text: str) -> list[str]:
+    """Names of the non-Latin scripts in ``text`` (first word of the Unicode character name)."""
+    found: list[str] = []
+    for ch in text:
+        if ch.isalpha() and not ("a" <= ch.lower() <= "z"):
+            name = unicodedata.name(ch, "UNKNOWN").split(" ")[0]
+            if name != "LATIN" and name not in found:
+                found.append(name)
+    return found
+
+
+def _nothing_to_speak(text: str) -> NothingToSpeakError:
+    if not text:
+        return NothingToSpeakError("text is empty; there is nothing to speak")
+    if not text.strip():
+        return NothingToSpeakError("text contains only whitespace; there is nothing to speak")
+    scripts = _scripts(text)
+    if scripts:
+        names = ", ".join(s if s == "CJK" else s.title() for s in scripts[:3])
+        return NothingToSpeakError(
+            f"text has no English (Latin-script) words to speak; unsupported script(s): {names}"
+        )
+    shown = text if len(text) <= 40 else text[:37] + "..."
+    return NothingToSpeakError(f"text {shown!r} contains no speakable words (only symbols or punctuation)")
+
+
+def phonemize(text: str) -> Phonemized:
+    """Normalise ``text`` and turn it into phoneme tokens, ids and word spans.
+
+    Raises ``NothingToSpeakError`` when no speakable word remains (empty, whitespace, only symbols,
+    or only unsupported scripts); ``TypeError`` when ``text`` is not a ``str``.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"phonemize expects str, got {type(text).__name__}")
+    normalized = normalize_text(text)
+    tokens: list[str] = [BOS]
+    words: list[WordSpan] = []
+    pending_punct: str | None = None
+    for item in _items(normalized):
+        if item in _PUNCT:
+            if words:  # leading punctuation carries no pause worth a token
+                pending_punct = item
+            continue
+        phones = g2p_word(item)
+        if not phones:  # cannot happen after normalisation, but a word must never be empty
+            continue
+        if words:
+            tokens.append(pending_punct or WORD_BOUNDARY)
+        pending_punct = None
+        start = len(tokens)
+        tokens.extend(phones)
+        words.append(WordSpan(word=item.lower(), start=start, end=len(tokens)))
+    if not words:
+        raise _nothing_to_speak(text)
+    if pending_punct:
+        tokens.append(pending_punct)
+    tokens.append(EOS)
+    return Phonemized(text=normalized, tokens=tuple(tokens), ids=symbols_to_ids(tokens), words=tuple(words))

