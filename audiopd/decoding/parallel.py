@@ -1,0 +1,172 @@
+"""Parallel decoding with the masked codec transformer (SoundStorm / MaskGCT).
+
+Level 0 is decoded by confidence-based iterative unmasking (MaskGIT, Chang et al. 2022): each step
+predicts every masked frame in one forward pass, commits the most confident predictions and keeps
+the rest masked, following the cosine schedule over at most ``steps`` passes. Temperature is annealed
+over the steps (MaskGCT) and optional re-masking puts low-confidence committed tokens back.
+
+Adaptive step count (ParallelBench: a decoder that cannot adapt its step count loses either speed
+or quality): tokens whose probability reaches ``confident_prob`` are committed at once, beyond what
+the schedule asks, so a confident model finishes in one or two passes; and decoding stops early
+when the fraction of still-masked-or-low-confidence tokens has converged (changes by less than
+``converge_delta``) while the predictions for the remaining masked frames have stopped changing
+(argmax changes on fewer than ``stable_fraction`` of them): more passes would then commit the same
+tokens, only later. Then the fine levels are filled by ``refine_fine_levels``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from audiopd.decoding.refine import (
+    DecodeResult,
+    DecodeStats,
+    SpanLike,
+    check_codes,
+    confidence_of,
+    finish,
+    refine_fine_levels,
+    region_mask,
+)
+from audiopd.decoding.sampling import SamplingConfig, sample
+from audiopd.decoding.schedules import annealed_temperature, masked_after_step
+from audiopd.model.encoder import FrameCondition
+
+
+@dataclass(frozen=True)
+class ParallelConfig:
+    steps: int = 16  # maximum level-0 passes (SoundStorm uses 16 for level 0)
+    sampling: SamplingConfig = field(default_factory=lambda: SamplingConfig(temperature=1.0, top_p=0.9))
+    final_temperature: float = 0.2  # temperature anneals linearly from sampling.temperature to this
+    choice_noise: float = 1.0  # MaskGIT "choice temperature": Gumbel noise on log-confidence, annealed to 0
+    remask: bool = False
+    remask_below: float = 0.1  # committed tokens below this confidence may be re-masked (if remask)
+    adaptive: bool = True
+    confident_prob: float = 0.9
+    converge_delta: float = 0.01
+    stable_fraction: float = 0.02
+    min_steps: int = 2
+    fine_passes: int | None = None  # None = one greedy pass per fine level (SoundStorm)
+    fine_sampling: SamplingConfig = field(default_factory=lambda: SamplingConfig(temperature=0.0))
+
+    def validate(self) -> None:
+        if self.steps < 1 or self.min_steps < 1:
+            raise ValueError("steps and min_steps must be >= 1")
+        if not 0.0 < self.confident_prob <= 1.0:
+            raise ValueError(f"confident_prob must be in (0, 1], got {self.confident_prob}")
+        self.sampling.validate()
+        self.fine_sampling.validate()
+
+
+def _history(tokens: Tensor, known: Tensor, window: int) -> Tensor:
+    """For every frame t, the tokens at frames t-window..t-1 ([B, T, W], -1 where masked/absent)."""
+    h = tokens.masked_fill(~known, -1)
+    h = F.pad(h, (window, 0), value=-1)
+    return h.unfold(1, window, 1)[:, : tokens.shape[1]]
+
+
+@torch.no_grad()
+def decode_level0(model, cond: FrameCondition, codes: Tensor, region: Tensor, cfg: ParallelConfig,
+                  generator: torch.Generator | None, stats: DecodeStats,
+                  confidence: Tensor) -> tuple[Tensor, Tensor]:
+    """Iteratively fill level 0 of ``codes`` inside ``region``; returns (codes, confidence)."""
+    mask_id = model.mask_id
+    inp = codes.clone()
+    inp[:, 1:] = mask_id  # finer levels are masked while level 0 is predicted (as in training)
+    inp[:, 0] = inp[:, 0].masked_fill(region, mask_id)
+    still = region.clone()  # masked level-0 positions
+    n = region.sum(-1)  # per item
+    k_max = cfg.steps
+    prev_argmax: Tensor | None = None
+    prev_frac: Tensor | None = None
+    steps = 0
+    for k in range(1, k_max + 1):
+        if not bool(still.any()):
+            break
+        logits = model.masked(inp, cond, [0])[:, 0]  # [B, T, C]
+        stats.forward_passes += 1
+        steps += 1
+        temp = annealed_temperature(k, k_max, cfg.sampling.temperature, cfg.final_temperature)
+        history = None
+        if cfg.sampling.ras_window > 0:
+            history = _history(inp[:, 0], ~still & cond.frame_mask, cfg.sampling.ras_window)
+        sampled = sample(logits, cfg.sampling, generator, history=history, temperature=temp)
+        p = confidence_of(logits, sampled)
+        cand = torch.where(still, sampled, inp[:, 0])
+        cand_conf = torch.where(still, p, confidence)
+        # Ranking score: log-confidence + annealed Gumbel noise (MaskGIT); committed tokens are kept
+        # unless re-masking is on and they are below remask_below.
+        score = cand_conf.clamp(min=1e-12).log()
+        if cfg.choice_noise > 0:
+            u = torch.rand(score.shape, generator=generator).to(score.device).clamp(1e-9, 1 - 1e-9)
+            score = score + cfg.choice_noise * (1.0 - k / k_max) * -torch.log(-torch.log(u))
+        keep_fixed = ~still if not cfg.remask or k == k_max else (~still & (confidence >= cfg.remask_below))
+        score = score.masked_fill(keep_fixed | ~region, float("inf"))
+        target = torch.tensor([masked_after_step(k, k_max, int(x)) for x in n.tolist()], device=n.device)
+        low = (cand_conf < cfg.confident_prob) & region
+        converged = False
+        if cfg.adaptive:
+            # Confident tokens are committed now: masked count never exceeds the low-confidence count.
+            target = torch.minimum(target, low.sum(-1))
+            frac = ((still | low) & region).sum(-1).float() / n.clamp(min=1)
+            argmax = logits.argmax(-1)
+            if prev_argmax is not None and prev_frac is not None and k >= cfg.min_steps:
+                changed = ((argmax != prev_argmax) & still).sum(-1).float() / still.sum(-1).clamp(min=1)
+                converged = bool(((frac - prev_frac).abs() < cfg.converge_delta).all()
+                                 and (changed < cfg.stable_fraction).all())
+            prev_argmax, prev_frac = argmax, frac
+        if converged:
+            target = torch.zeros_like(target)
+        ranks = score.argsort(-1).argsort(-1)
+        new_still = (ranks < target[:, None]) & region
+        commit = region & ~new_still
+        newly = commit & still
+        inp[:, 0] = torch.where(new_still, torch.full_like(cand, mask_id), torch.where(commit, cand, inp[:, 0]))
+        confidence = torch.where(newly, cand_conf, confidence)
+        still = new_still
+        stats.level0_trace.append(float(((still | (confidence < cfg.confident_prob)) & region).sum())
+                                  / max(1, int(n.sum())))
+        if converged or not bool(still.any()):
+            stats.stopped_early = stats.stopped_early or k < k_max
+            break
+    codes[:, 0] = torch.where(region, inp[:, 0], codes[:, 0])
+    if len(stats.steps_per_level) < codes.shape[1]:
+        stats.steps_per_level.extend([0] * (codes.shape[1] - len(stats.steps_per_level)))
+    stats.steps_per_level[0] += steps
+    return codes, confidence
+
+
+@torch.no_grad()
+def decode_parallel(model, cond: FrameCondition, cfg: ParallelConfig | None = None, *,
+                    generator: torch.Generator | None = None, codes: Tensor | None = None,
+                    span: SpanLike = None, confidence: Tensor | None = None) -> DecodeResult:
+    """Decode codes [B, Q, T] for ``cond`` with the masked model.
+
+    With ``span`` (and the previous ``codes``), only frames inside the span are re-masked and
+    re-predicted on every level; frames outside keep their tokens exactly (the checker's span repair).
+    ``confidence`` [B, T] carries earlier level-0 confidences for frames outside the span.
+    Deterministic for a seeded ``generator``.
+    """
+    cfg = cfg or ParallelConfig()
+    cfg.validate()
+    q, card = model.num_codebooks, model.cardinality
+    if span is not None and codes is None:
+        raise ValueError("span repair needs the previous codes")
+    if codes is None:
+        work = torch.zeros(cond.batch, q, cond.num_frames, dtype=torch.long, device=cond.frames.device)
+    else:
+        work = check_codes(codes, cond, q, card)
+    region = region_mask(span, cond)
+    conf = torch.ones(cond.batch, cond.num_frames, device=cond.frames.device)
+    if confidence is not None:
+        conf = confidence.to(conf).reshape(conf.shape).clone()
+    stats = DecodeStats(steps_per_level=[0] * q)
+    if bool(region.any()):
+        work, conf = decode_level0(model, cond, work, region, cfg, generator, stats, conf)
+        work = refine_fine_levels(model, cond, work, region, fine_passes=cfg.fine_passes,
+                                  sampling=cfg.fine_sampling, generator=generator, stats=stats)
+    return finish(work, conf, cond, stats)

@@ -1,0 +1,94 @@
+"""The one token sampler shared by every decoder: temperature, top-k, top-p, repetition-aware.
+
+Repetition-aware sampling (RAS) is from VALL-E 2 (Chen et al. 2024, §3.3): sample with nucleus
+sampling; if the sampled token already fills more than ``ras_threshold`` of a window of the
+``ras_window`` most recent tokens, resample that position from the full (temperature-scaled)
+distribution instead. It breaks the infinite-loop / stuck-token failure of AR codec models without
+hurting normal tokens. All randomness comes from a caller-provided ``torch.Generator``, so a decode is
+reproducible for a seed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    temperature: float = 1.0  # 0 = greedy
+    top_k: int = 0  # 0 = off
+    top_p: float = 1.0  # 1 = off
+    ras_window: int = 0  # 0 = RAS off; VALL-E 2 uses a window of 10 (at 75 Hz)
+    ras_threshold: float = 0.1  # VALL-E 2: repetition ratio above which to resample
+
+    def validate(self) -> None:
+        if self.temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        if self.top_k < 0:
+            raise ValueError(f"top_k must be >= 0, got {self.top_k}")
+        if not 0.0 < self.top_p <= 1.0:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.ras_window < 0 or not 0.0 <= self.ras_threshold <= 1.0:
+            raise ValueError("ras_window must be >= 0 and ras_threshold in [0, 1]")
+
+
+def filter_logits(logits: Tensor, top_k: int = 0, top_p: float = 1.0) -> Tensor:
+    """Set logits outside the top-k and outside the nucleus (smallest set with mass >= top_p) to -inf.
+
+    The most likely token always survives, so the result is a valid distribution.
+    """
+    out = logits.float()
+    c = out.shape[-1]
+    if 0 < top_k < c:
+        kth = out.topk(top_k, dim=-1).values[..., -1:]
+        out = out.masked_fill(out < kth, float("-inf"))
+    if top_p < 1.0:
+        sorted_logits, order = out.sort(dim=-1, descending=True)
+        probs = sorted_logits.softmax(-1)
+        # Mass strictly before each token: keep a token while the mass before it is < top_p.
+        before = probs.cumsum(-1) - probs
+        drop_sorted = before >= top_p
+        drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+        out = out.masked_fill(drop, float("-inf"))
+    return out
+
+
+def _draw(logits: Tensor, generator: torch.Generator | None) -> Tensor:
+    flat = logits.reshape(-1, logits.shape[-1]).float().softmax(-1)
+    return torch.multinomial(flat, 1, generator=generator).reshape(logits.shape[:-1])
+
+
+def sample(logits: Tensor, cfg: SamplingConfig, generator: torch.Generator | None = None,
+           history: Tensor | None = None, temperature: float | None = None) -> Tensor:
+    """Draw one token per row of ``logits`` [..., C].
+
+    ``history`` [..., W] holds each row's recent tokens (-1 = none) for repetition-aware sampling;
+    ``temperature`` overrides ``cfg.temperature`` (annealed decoders).
+    """
+    temp = cfg.temperature if temperature is None else temperature
+    if temp <= 0:
+        tokens = logits.argmax(-1)
+        scaled = logits.float()
+    else:
+        scaled = logits.float() / temp
+        tokens = _draw(filter_logits(scaled, cfg.top_k, cfg.top_p), generator)
+    if history is not None and cfg.ras_window > 0 and history.shape[-1] > 0:
+        # Ratio over the full window size K (VALL-E 2), also when fewer than K tokens exist yet.
+        window = history[..., -cfg.ras_window :]
+        ratio = (window == tokens[..., None]).sum(-1).float() / cfg.ras_window
+        repeat = ratio > cfg.ras_threshold
+        if repeat.any():
+            # Random sampling from the unfiltered distribution (VALL-E 2, Alg. 1); with temperature 0
+            # that is temperature-1 sampling, else the same temperature without top-k/top-p.
+            fallback = _draw(scaled if temp > 0 else logits.float(), generator)
+            tokens = torch.where(repeat, fallback, tokens)
+    return tokens
+
+
+def token_probs(logits: Tensor, tokens: Tensor, temperature: float = 1.0) -> Tensor:
+    """Probability of ``tokens`` under softmax(logits / temperature) (confidence for unmasking)."""
+    t = temperature if temperature > 0 else 1.0
+    return (logits.float() / t).softmax(-1).gather(-1, tokens[..., None].long())[..., 0]
