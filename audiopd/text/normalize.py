@@ -73,9 +73,11 @@ _SEPARATOR_WORDS = {
     "=": " equals ", "&": " and ", "#": " hash ", "~": " tilde ", "%": " percent ", "@": " at ", "+": " plus ",
 }  # fmt: skip
 _TLDS = "com|org|net|edu|gov|io|ai|co|uk|de|fr|dev|app|info|biz|us|ca|eu"
-_EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
+# The lookbehinds make every pattern start only at the start of a run; without them a long run of
+# near-misses ("a.a.a.a...") costs quadratic time.
+_EMAIL = re.compile(r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
 _URL = re.compile(
-    rf"\b(?:https?://|www\.)[^\s<>\"]+|\b[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.(?:{_TLDS})\b(?:/[^\s<>\"]*)?"
+    rf"\b(?:https?://|www\.)[^\s<>\"]+|(?<![A-Za-z0-9.-])[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.(?:{_TLDS})\b(?:/[^\s<>\"]*)?"
 )
 
 
@@ -103,9 +105,12 @@ def _addresses(text: str) -> str:
     return _URL.sub(url, text)
 
 
+_SENTENCE_START = re.compile(r"\s*(?:$|[\"')\]]*\s+[A-Z])")
+
+
 def _sentence_ends_after(text: str, end: int) -> bool:
     """True when the period that ended at ``end`` also ends the sentence (end of text or a capital)."""
-    return re.match(r"\s*(?:$|[\"')\]]*\s+[A-Z])", text[end:]) is not None
+    return _SENTENCE_START.match(text, end) is not None
 
 
 # (pattern, spoken, keep_final_period). Titles precede names, so their period never ends a sentence.
@@ -165,7 +170,7 @@ def _abbreviations(text: str) -> str:
         text = regex.sub(sub, text)
 
     def place(m: re.Match[str]) -> str:
-        prefix = m.string[: m.start()]
+        prefix = m.string[max(0, m.start() - 40) : m.start()]
         street = _AFTER_NUMBER.search(prefix) is not None or (
             _AFTER_NAME.search(prefix) is not None and not m.group(2)
         )
@@ -279,13 +284,13 @@ def _money(symbol: str, whole: str, frac: str | None, scale: str | None) -> str:
     if scale:
         amount = num.decimal(f"{whole}.{frac}") if frac else num.number(whole)
         return f"{amount} {scale} {units}"
-    value = int(whole.replace(",", ""))
+    digits = whole.replace(",", "").lstrip("0")  # compare as text: amounts may be absurdly long
     if frac and (len(frac) != 2 or not sub):
         return f"{num.decimal(whole + '.' + frac)} {units}"
     cents = int(frac) if frac else 0
     parts = []
-    if value or not cents:
-        parts.append(f"{num.number(whole)} {unit if value == 1 else units}")
+    if digits or not cents:
+        parts.append(f"{num.number(whole)} {unit if digits == '1' else units}")
     if cents:
         parts.append(f"{num.cardinal(cents)} {sub if cents == 1 else subs}")
     return " and ".join(parts)
@@ -353,9 +358,9 @@ def _numbers(text: str) -> str:
         text,
     )
     text = re.sub(r"(?<=\d)\s?-\s?(?=\d)", " to ", text)
-    text = re.sub(rf"({_NUMBER})\s?%", lambda m: _read_number(m[1]) + " percent", text)
+    text = re.sub(rf"(?<![\w.,])({_NUMBER})\s?%", lambda m: _read_number(m[1]) + " percent", text)
     text = re.sub(
-        r"\b(\d{1,3}(?:,\d{3})+|\d+)(st|nd|rd|th)\b",
+        r"\b(\d{1,3}(?:,\d{3})+|\d{1,15})(st|nd|rd|th)\b",
         lambda m: num.ordinal(int(m[1].replace(",", ""))),
         text,
         flags=re.IGNORECASE,
@@ -366,7 +371,7 @@ def _numbers(text: str) -> str:
     text = _units(text)
     text = re.sub(r"(?<![\d.,$£€-])\b(1[1-9]\d\d|20\d\d)\b(?![.,]\d)", lambda m: num.year(int(m[1])), text)
     text = re.sub(
-        r"\b(\d+)/(\d+)\b",
+        r"\b(\d{1,6})/(\d{1,6})\b",
         lambda m: _FRACTIONS.get((int(m[1]), int(m[2])), f"{num.number(m[1])} over {num.number(m[2])}"),
         text,
     )
@@ -405,8 +410,8 @@ def _cleanup(text: str) -> str:
     text = re.sub(r"\s-+\s|--+", ", ", text)
     text = re.sub(r"(?<=[A-Za-z])'(?=[A-Za-z])", "\0", text)  # protect inner apostrophes
     text = text.replace("'", " ").replace("\0", "'")
-    text = re.sub(r"[^A-Za-z' .,?!;:]", " ", text)
-    text = re.sub(r"\s*[.,?!;:](?:\s*[.,?!;:])*", _strongest, text)
+    text = " ".join(re.sub(r"[^A-Za-z' .,?!;:]", " ", text).split())
+    text = re.sub(r" ?[.,?!;:](?: ?[.,?!;:])*", _strongest, text)
     text = re.sub(r"^[\s.,?!;:]+", "", text)
     return " ".join(text.split())
 

@@ -106,7 +106,7 @@ def decimal(text: str) -> str:
     text = text.lstrip("-+")
     whole, _, frac = text.partition(".")
     whole = whole.replace(",", "")
-    spoken = cardinal(int(whole)) if whole else ""
+    spoken = _integer_digits(whole) if whole else ""
     if frac:
         spoken = (spoken + " point " + digits_to_words(frac)).strip()
     return ("minus " + spoken) if negative else spoken
@@ -122,5 +122,12 @@ def number(text: str) -> str:
     if len(digits) > 1 and digits.startswith("0"):
         spoken = digits_to_words(digits)
     else:
-        spoken = cardinal(int(digits))
+        spoken = _integer_digits(digits)
     return ("minus " + spoken) if negative else spoken
+
+
+def _integer_digits(digits: str) -> str:
+    # Check the length before int(): Python refuses int() of > 4300 digits, and the text is user input.
+    if len(digits) > len(str(MAX_CARDINAL)):
+        return digits_to_words(digits)
+    return cardinal(int(digits))

@@ -28,10 +28,12 @@ _NEVER_FINAL = frozenset(
 
 _BOUNDARY = re.compile(r"([.?!]+)([\"')\]\u201d\u2019]*)(\s+)")
 _PARAGRAPH = re.compile(r"\n\s*\n")
+_LAST_WORD = re.compile(r"(\S*)$")
+_NEXT_START = re.compile(r"[\"'(\[\u201c\u2018]*[A-Z0-9]")
 
 
 def _ends_sentence(text: str, mark: str, mark_start: int, next_start: int) -> bool:
-    following = text[next_start : next_start + 1]
+    following = text[next_start : next_start + 1]  # slices stay short: long inputs must stay linear
     if not following:
         return True
     if "?" in mark or "!" in mark:
@@ -39,13 +41,13 @@ def _ends_sentence(text: str, mark: str, mark_start: int, next_start: int) -> bo
     if mark != "." and not mark.startswith("..."):
         return True
     # The word the period belongs to: the run of non-space characters before it.
-    word = re.search(r"(\S*)$", text[:mark_start]).group(1).lstrip("\"'([\u201c\u2018").lower()
+    word = _LAST_WORD.search(text, max(0, mark_start - 40), mark_start).group(1).lstrip("\"'([\u201c\u2018").lower()
     if word in _NEVER_FINAL:
         return False
     if re.fullmatch(r"[a-z]", word):  # single-letter initial
         return False
     # The next sentence starts with a capital, a digit, or an opening quote/bracket.
-    return re.match(r"[\"'(\[\u201c\u2018]*[A-Z0-9]", text[next_start:]) is not None
+    return _NEXT_START.match(text, next_start) is not None
 
 
 def split_sentences(text: str) -> list[str]:

@@ -173,3 +173,17 @@ def test_huge_numbers_stay_bounded() -> None:
     # Reading stays linear in the digit count (no crash, no runaway output) for absurd inputs.
     out = normalize_text("9" * 200)
     assert out.split() == ["nine"] * 200
+
+
+@pytest.mark.parametrize(
+    "pattern", ["1", "a.", "$", "-1", "1.1", "www.", "a@", "St. ", "1,", "e.g. ", "Mr. ", " ", "5%"]
+)
+def test_pathological_runs_are_linear_and_safe(pattern: str) -> None:
+    # 20k characters: linear code takes well under a second; a quadratic regex would take a minute.
+    import time
+
+    text = pattern * (20_000 // len(pattern))
+    start = time.perf_counter()
+    out = normalize_text(text)  # also: no int() over Python's 4300-digit limit
+    assert time.perf_counter() - start < 5.0
+    assert re.fullmatch(r"[A-Za-z' .,?!;:]*", out)
