@@ -123,8 +123,9 @@ def run(data: str | Path, voices: tuple[str, ...], jobs: int, limit: int | None 
         raise SystemExit("flite is not installed (apt-get install flite)")
     sentences = cc.read_sentences(data)[:limit] if limit else cc.read_sentences(data)
     todo = []
-    for voice in voices:
-        for utt_id, _split, text in sentences:
+    # Sentence-major order: a partial run already has every voice for the same sentences.
+    for utt_id, _split, text in sentences:
+        for voice in voices:
             wav, phones = item_paths(data, voice, utt_id)
             if not (wav.is_file() and phones.is_file()):
                 todo.append((voice, utt_id, text, wav, phones))

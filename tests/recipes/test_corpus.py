@@ -176,7 +176,7 @@ def test_render_two_sentences_end_to_end(tmp_path: Path) -> None:
     assert render.main(["--data", str(data), "--voices", "slt,kal16", "--force"]) == 0
     assert (data / manifest[0]["wav"]).stat().st_mtime_ns == stamp
     try:
-        from audiopd.text import phonemize  # noqa: F401
+        durations.load_phonemize()
     except ImportError:
         pytest.skip("audiopd.text.phonemize not available yet: durations stage not exercised")
     assert durations.main(["--data", str(data), "--jobs", "1"]) == 0

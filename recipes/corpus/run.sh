@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Build the offline multi-voice corpus: sentences -> flite renders -> token durations.
+# Usage: recipes/corpus/run.sh [DATA]   (DATA defaults to ./data; PYTHON overrides the interpreter)
+# Every stage is resumable and skips itself when DATA/corpus/.done-NN exists (pass --force to a
+# stage script directly to redo it).
+set -euo pipefail
+DATA="${1:-data}"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+PY="${PYTHON:-python3}"
+# Stage 03 imports audiopd; make the checkout importable even before `pip install -e .`.
+export PYTHONPATH="$HERE/../..${PYTHONPATH:+:$PYTHONPATH}"
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
+for stage in 01_sentences 02_render 03_durations; do
+  echo "== $stage"
+  "$PY" "$HERE/$stage.py" --data "$DATA"
+done
