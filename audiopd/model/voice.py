@@ -163,8 +163,11 @@ def load_voice(name_or_dir: str | Path, *, map_location: str = "cpu") -> VoiceMo
     weights = directory / "model.safetensors"
     if not weights.is_file():
         raise ArtifactError(f"{directory}: model.safetensors is missing")
-    state = load_file(str(weights), device=map_location)
-    missing, unexpected = model.load_state_dict(state, strict=False)
+    try:
+        state = load_file(str(weights), device=map_location)
+        missing, unexpected = model.load_state_dict(state, strict=False)
+    except (RuntimeError, OSError, ValueError) as exc:  # shape mismatch or unreadable file
+        raise ArtifactError(f"{directory}: weights do not match the config ({str(exc).splitlines()[0]})") from None
     if missing or unexpected:
         raise ArtifactError(
             f"{directory}: weights do not match the config (missing {len(missing)}, unexpected {len(unexpected)})"

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import META, Q, make_utterances
+from train_fixtures import META, Q, make_utterances
 
 from audiopd.errors import ArtifactError
 from audiopd.train.data import FrameBucketSampler, ShardDataset, collate

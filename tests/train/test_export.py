@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from conftest import META, tiny_train_config
+from train_fixtures import META, tiny_train_config
 
 from audiopd.errors import ArtifactError
 from audiopd.model.voice import load_voice

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import tiny_train_config
+from train_fixtures import tiny_train_config
 from safetensors.torch import load_file
 
 from audiopd.config import from_dict, to_dict
@@ -72,7 +72,7 @@ def test_loss_selection_skips_parts(shard_dir: Path, tmp_path: Path) -> None:
 def test_rejects_other_phoneme_inventory(tmp_path: Path) -> None:
     import dataclasses
 
-    from conftest import META, make_utterances
+    from train_fixtures import META, make_utterances
 
     from audiopd.train.shards import write_shard
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import META, make_utterances
+from train_fixtures import META, make_utterances
 from safetensors.numpy import load_file, save_file
 
 from audiopd.errors import ArtifactError

@@ -1,0 +1,75 @@
+"""Masked codec transformer heads and the serial model's incremental decoding."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from model_fixtures import TINY, tiny_voice
+
+from audiopd.errors import ArtifactError
+from audiopd.model.config import ModelConfig
+
+
+def _cond(model, b: int = 2):
+    ph = torch.tensor([[1, 2, 3, 4], [5, 6, 7, 0]])[:b]
+    dur = torch.tensor([[3, 2, 4, 1], [2, 2, 3, 0]])[:b]
+    return model.condition(ph, torch.arange(b), durations=dur)
+
+
+def test_head_selection_agrees() -> None:
+    model = tiny_voice()
+    cond = _cond(model)
+    codes = torch.randint(0, TINY.cardinality, (2, TINY.num_codebooks, cond.num_frames))
+    with torch.no_grad():
+        h = model.masked.hidden(codes, cond, 1)
+        all_levels = model.masked.level_logits(h, [0, 1, 2, 3])
+        some = model.masked.level_logits(h, [2])
+        per_item = model.masked.item_logits(h, torch.tensor([3, 2]))
+    torch.testing.assert_close(some[:, 0], all_levels[:, 2])
+    torch.testing.assert_close(per_item[0], all_levels[0, 3])
+    torch.testing.assert_close(per_item[1], all_levels[1, 2])
+    assert model.masked(codes, cond, [1, 2]).shape == (2, 2, cond.num_frames, TINY.cardinality)
+
+
+def test_mask_token_changes_prediction() -> None:
+    model = tiny_voice()
+    cond = _cond(model, 1)
+    codes = torch.randint(0, TINY.cardinality, (1, TINY.num_codebooks, cond.num_frames))
+    masked = codes.clone()
+    masked[:, 0, 3] = model.mask_id
+    with torch.no_grad():
+        assert not torch.allclose(model.masked(codes, cond, [0]), model.masked(masked, cond, [0]))
+
+
+def test_serial_steps_equal_teacher_forced_pass() -> None:
+    model = tiny_voice()
+    cond = _cond(model)
+    code0 = torch.randint(0, TINY.cardinality, (2, cond.num_frames))
+    with torch.no_grad():
+        full = model.serial(code0, cond)
+        state = model.serial.start(cond)
+        steps, prev = [], None
+        for t in range(cond.num_frames):
+            steps.append(model.serial.step(state, prev))
+            prev = code0[:, t]
+        with pytest.raises(RuntimeError, match="past the last frame"):
+            model.serial.step(state, prev)
+    step_logits = torch.stack(steps, 1)
+    for i, n in enumerate(cond.lengths.tolist()):
+        torch.testing.assert_close(step_logits[i, :n], full[i, :n], atol=1e-5, rtol=1e-5)
+
+
+def test_config_validation() -> None:
+    with pytest.raises(ArtifactError, match="num_symbols"):
+        ModelConfig().validate()
+    with pytest.raises(ArtifactError, match="divisible"):
+        ModelConfig(num_symbols=5, num_codebooks=2, cardinality=4, num_speakers=1, d_model=30, n_heads=4).validate()
+    filled = ModelConfig().with_data(num_symbols=9, num_codebooks=8, cardinality=1024, num_speakers=2)
+    assert (filled.num_symbols, filled.num_codebooks, filled.cardinality) == (9, 8, 1024)
+    with pytest.raises(ArtifactError, match="data has"):
+        filled.with_data(num_symbols=9, num_codebooks=4, cardinality=1024, num_speakers=2)
+
+
+def test_parameter_counts_cover_all_parts() -> None:
+    counts = tiny_voice().num_parameters()
+    assert set(counts) == {"conditioner", "masked", "serial"} and all(v > 0 for v in counts.values())
