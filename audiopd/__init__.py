@@ -9,5 +9,24 @@ __all__ = [
     "AudioInputError",
     "AudiopdError",
     "NothingToSpeakError",
+    "Result",
+    "Synthesizer",
     "__version__",
+    "check",
+    "load",
 ]
+
+# The facade lives in audiopd.pipeline, which imports torch; importing it lazily keeps
+# `import audiopd` (and the CLI's --help) light.
+_LAZY = {"load": "audiopd.pipeline", "Synthesizer": "audiopd.pipeline", "Result": "audiopd.pipeline",
+         "check": "audiopd.pipeline", "SynthesisConfig": "audiopd.pipeline"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'audiopd' has no attribute {name!r}")

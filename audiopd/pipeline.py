@@ -1,0 +1,372 @@
+"""The one facade the CLI, the server and batch rendering call: ``load`` -> ``Synthesizer`` -> ``Result``.
+
+    tts = audiopd.load()                      # the shipped voice "default" and the codec it names
+    result = tts.synthesize("Hello there.", seed=1)
+    result.audio, result.sample_rate, result.report, result.words
+
+Text is cut into chunks at sentence boundaries (audiopd.text.chunk_text), each chunk is phonemised,
+conditioned (durations predicted once, shared by both decoders) and decoded; chunks are joined with
+short faded pauses (audiopd.render.join). Chunks of one request, or of a whole ``synthesize_batch``
+call, are decoded together in padded model batches grouped by length. ``mode="auto"`` checks every
+chunk and escalates only the failing ones (audiopd.render.auto); the report lists every attempt.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import secrets
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from audiopd.codec.base import Codec
+from audiopd.decoding.parallel import ParallelConfig
+from audiopd.decoding.serial import SerialConfig
+from audiopd.errors import ArtifactError, AudiopdError, NothingToSpeakError
+from audiopd.render.auto import MODES, AutoConfig, Checker, Item, Renderer
+from audiopd.render.cost import CostModel, calibrate
+from audiopd.render.join import JoinConfig, join_chunks
+from audiopd.render.timestamps import WordTime, word_times
+
+DEFAULT_VOICE = "default"
+SPEED_RANGE = (0.25, 4.0)
+
+
+class SynthesisOptionError(AudiopdError, ValueError):
+    """A synthesis option is out of range (mode, steps, speed, seed, time budget)."""
+
+
+@dataclass(frozen=True)
+class SynthesisConfig:
+    parallel: ParallelConfig = field(default_factory=ParallelConfig)  # explicit mode="parallel" uses its steps
+    serial: SerialConfig = field(default_factory=SerialConfig)
+    auto: AutoConfig = field(default_factory=AutoConfig)
+    join: JoinConfig = field(default_factory=JoinConfig)
+    # Chunks of at most this many characters: ~15 s of speech, the length range the models train on.
+    max_chunk_chars: int = 250
+    # A decoder batch holds at most max_batch items and max_batch_frames padded frames x items.
+    max_batch: int = 8
+    max_batch_frames: int = 8000
+    # A chunk predicted longer than this betrays a broken duration predictor; refuse rather than hang.
+    max_chunk_s: float = 60.0
+
+    def validate(self) -> None:
+        self.parallel.validate()
+        self.serial.validate()
+        self.auto.validate()
+        self.join.validate()
+        if self.max_chunk_chars < 1 or self.max_batch < 1 or self.max_batch_frames < 1 or self.max_chunk_s <= 0:
+            raise ValueError("max_chunk_chars, max_batch, max_batch_frames and max_chunk_s must be positive")
+
+
+@dataclass
+class Result:
+    """Synthesised speech: mono float32 ``audio`` at ``sample_rate``, a ``report`` and word ``words``."""
+
+    audio: np.ndarray
+    sample_rate: int
+    report: dict[str, Any]
+    words: list[WordTime]
+
+    @property
+    def duration_s(self) -> float:
+        return self.audio.size / self.sample_rate
+
+    def write(self, path: str | Path) -> Path:
+        """Write 16-bit WAV atomically."""
+        from audiopd.audio import write_audio
+
+        return write_audio(path, self.audio, self.sample_rate)
+
+
+def check(audio: np.ndarray, sample_rate: int, text: str, **kwargs: Any) -> Any:
+    """Score ``audio`` against the ``text`` it should say; a thin wrapper on ``audiopd.checker.score``."""
+    from audiopd.checker import score  # lazy: pocketsphinx is slow to import
+
+    return score(audio, sample_rate, text, **kwargs)
+
+
+def default_checker() -> Checker:
+    """``audiopd.checker.score`` adapted to the renderer's call (passes what the checker accepts)."""
+    from audiopd.checker import score
+
+    params = inspect.signature(score).parameters
+
+    def run(audio: np.ndarray, sample_rate: int, text: str, *, durations_s: np.ndarray, tokens: np.ndarray,
+            confidence: np.ndarray) -> Any:
+        kwargs: dict[str, Any] = {}
+        if "durations" in params:
+            kwargs["durations"] = durations_s
+        if "tokens" in params:
+            kwargs["tokens"] = tokens
+        for name in ("confidence", "confidences"):
+            if name in params:
+                kwargs[name] = confidence
+        return score(audio, sample_rate, text, **kwargs)
+
+    return run
+
+
+class Synthesizer:
+    """A loaded voice + codec, ready to speak. Build with ``audiopd.load``."""
+
+    def __init__(self, model, codec: Codec, *, config: SynthesisConfig | None = None,
+                 cost: CostModel | None = None, checker: Checker | None = None) -> None:
+        self.model = model.eval()
+        self.codec = codec
+        self.config = config or SynthesisConfig()
+        self.config.validate()
+        self.cost = cost or CostModel()
+        self.cost.validate()
+        # None = audiopd.checker.score, imported when first needed (tests may inject their own).
+        self.checker = checker
+        _check_compatible(model, codec)
+
+    @property
+    def voices(self) -> tuple[str, ...]:
+        return tuple(self.model.info.voices)
+
+    @property
+    def sample_rate(self) -> int:
+        return int(self.codec.sample_rate)
+
+    @property
+    def frame_rate(self) -> float:
+        return float(self.codec.frame_rate)
+
+    def calibrate(self, **kwargs: Any) -> CostModel:
+        """Measure this voice's decoding costs here and use them to pick first paths from now on."""
+        self.cost = calibrate(self.model, **kwargs)
+        return self.cost
+
+    def synthesize(self, text: str, *, voice: str | None = None, mode: str = "auto", steps: int | None = None,
+                   seed: int | None = None, speed: float = 1.0, check: bool | None = None,
+                   time_budget_s: float | None = None) -> Result:
+        """Speak ``text``. ``check`` defaults to on for ``mode="auto"`` and off otherwise."""
+        return self.synthesize_batch([text], voice=voice, mode=mode, steps=steps, seed=seed, speed=speed,
+                                     check=check, time_budget_s=time_budget_s)[0]
+
+    def synthesize_batch(self, texts: Sequence[str], *, voice: str | None = None, mode: str = "auto",
+                         steps: int | None = None, seed: int | None = None, speed: float = 1.0,
+                         check: bool | None = None, time_budget_s: float | None = None) -> list[Result]:
+        """Speak several texts, decoding their chunks together in padded batches; one Result each.
+
+        In each report ``forward_passes`` counts the passes of every batch the text took part in and
+        ``wall_seconds`` is the whole call's wall time.
+        """
+        t_start = time.perf_counter()
+        if isinstance(texts, str):
+            raise TypeError("synthesize_batch expects a sequence of texts, not one str")
+        _validate_options(mode, steps, seed, speed, time_budget_s)
+        seed = secrets.randbelow(2**31) if seed is None else int(seed)
+        speaker = self._speaker(voice)
+        checker, checking, warnings = self._resolve_checker(mode, check)
+        per_text = [[Item(text=c, ids=ph.ids, speaker=speaker, words=tuple((w.word, w.start, w.end) for w in ph.words))
+                     for c, ph in self._prepare(t)] for t in texts]
+        items = [it for chunk_items in per_text for it in chunk_items]
+        self._predict_durations(items, speed)
+        renderer = Renderer(self.model, self.codec, parallel=self.config.parallel, serial=self.config.serial,
+                            auto=self.config.auto, cost=self.cost, checker=checker)
+        deadline = None if time_budget_s is None else t_start + time_budget_s
+        outcomes = {}
+        for g, group in enumerate(self._groups(items)):
+            members = [items[i] for i in group]
+            cond = self._condition(members)
+            out = renderer.render_group(members, cond, mode=mode, steps=steps, seed=seed, group=g,
+                                        checking=checking, deadline=deadline)
+            outcomes.update({id(items[i]): out for i in group})
+        wall = time.perf_counter() - t_start
+        meta = {"voice": self._speaker_name(speaker), "seed": seed, "requested_mode": mode, "speed": speed,
+                "time_budget_s": time_budget_s, "cost_model": self.cost.source, "warnings": warnings}
+        return [self._result(chunk_items, outcomes, meta, wall) for chunk_items in per_text]
+
+    # ------------------------------------------------------------------------------------ helpers
+    def _speaker(self, voice: str | int | None) -> int:
+        if voice is None:
+            return 0
+        return self.model.info.speaker_id(voice)
+
+    def _speaker_name(self, speaker: int) -> str:
+        return self.voices[speaker] if speaker < len(self.voices) else str(speaker)
+
+    def _resolve_checker(self, mode: str, check: bool | None) -> tuple[Checker | None, bool, list[str]]:
+        want = (mode == "auto") if check is None else bool(check)
+        if not want:
+            return None, False, []
+        if self.checker is not None:
+            return self.checker, True, []
+        try:
+            self.checker = default_checker()
+        except ImportError as exc:
+            if check:  # explicitly asked for: an installation problem the user must hear about
+                raise ArtifactError(f"the checker is unavailable: {exc}") from None
+            return None, False, [f"checker unavailable ({exc}); output not checked"]
+        return self.checker, True, []
+
+    def _prepare(self, text: str) -> list[tuple[str, Any]]:
+        """Chunks of ``text`` and their phonemes; unspeakable chunks are skipped, all-unspeakable raises."""
+        from audiopd.text import chunk_text, phonemize
+
+        if not isinstance(text, str):
+            raise TypeError(f"text must be str, got {type(text).__name__}")
+        out = []
+        for chunk in chunk_text(text, self.config.max_chunk_chars):
+            try:
+                out.append((chunk, phonemize(chunk)))
+            except NothingToSpeakError:
+                continue  # e.g. a lone "***" between sentences
+        if not out:
+            phonemize(text)  # raises the specific reason (empty, only symbols, unsupported script)
+            raise NothingToSpeakError("text contains no speakable words")
+        return out
+
+    def _predict_durations(self, items: list[Item], speed: float) -> None:
+        limit = int(self.config.max_chunk_s * self.frame_rate)
+        for it in items:
+            cond = self.model.condition(torch.tensor([it.ids]), torch.tensor([it.speaker]), speed=speed)
+            it.durations = cond.durations[0].numpy().astype(np.int64)
+            if it.frames > limit:
+                raise ArtifactError(f"the voice predicted {it.frames / self.frame_rate:.0f} s for a chunk of "
+                                    f"{len(it.text)} characters (limit {self.config.max_chunk_s:.0f} s); "
+                                    "its duration predictor looks broken")
+
+    def _groups(self, items: list[Item]) -> list[list[int]]:
+        """Length-sorted batches under max_batch items and max_batch_frames padded frames."""
+        order = sorted(range(len(items)), key=lambda i: (-items[i].frames, i))
+        cap = self.config.max_batch_frames
+        groups: list[list[int]] = []
+        for i in order:
+            g = groups[-1] if groups else None
+            # Sorted longest first, so g[0] sets the padded length of the group.
+            if g and len(g) < self.config.max_batch and items[g[0]].frames * (len(g) + 1) <= cap:
+                g.append(i)
+            else:
+                groups.append([i])
+        return groups
+
+    def _condition(self, items: list[Item]):
+        lmax = max(len(it.ids) for it in items)
+        ph = torch.zeros(len(items), lmax, dtype=torch.long)
+        dur = torch.zeros(len(items), lmax, dtype=torch.long)
+        for i, it in enumerate(items):
+            ph[i, : len(it.ids)] = torch.tensor(it.ids)
+            dur[i, : len(it.ids)] = torch.from_numpy(it.durations)
+        spk = torch.tensor([it.speaker for it in items])
+        return self.model.condition(ph, spk, durations=dur)
+
+    def _result(self, items: list[Item], outcomes: dict, meta: dict, wall: float) -> Result:
+        delivered = [it.best() for it in items]
+        audio, starts = join_chunks([a.audio for a in delivered], self.sample_rate, self.config.join)
+        words: list[WordTime] = []
+        for it, start in zip(items, starts):
+            words += word_times(it.words, it.durations, self.frame_rate, offset_s=start / self.sample_rate)
+        runs: dict[int, int] = {}
+        for it in items:
+            runs.update(outcomes[id(it)].runs)
+        attempts = [dict(chunk=k, **a.to_report()) for k, it in enumerate(items) for a in it.attempts]
+        modes = {a.mode for a in delivered}
+        firsts = {outcomes[id(it)].first_path for it in items}
+        report = {
+            **meta,
+            "mode": modes.pop() if len(modes) == 1 else "mixed",
+            "first_path": firsts.pop() if len(firsts) == 1 else "mixed",
+            "steps": max(a.steps for a in delivered),
+            "forward_passes": sum(runs.values()),
+            "audio_seconds": round(audio.size / self.sample_rate, 4),
+            "wall_seconds": round(wall, 4),
+            "chunks": len(items),
+            "attempts": attempts,
+            "budget_exhausted": any(outcomes[id(it)].budget_exhausted for it in items),
+            "check": _combined_check(delivered, [s / self.sample_rate for s in starts]),
+        }
+        return Result(audio=audio, sample_rate=self.sample_rate, report=report, words=words)
+
+
+def _combined_check(delivered: list, offsets_s: list[float]) -> dict | None:
+    """One verdict for the whole text: the chunk's own if there is one chunk, else passed = all pass."""
+    verdicts = [a.verdict for a in delivered]
+    if any(v is None for v in verdicts):
+        return None
+    if len(verdicts) == 1:
+        return verdicts[0]
+    return {
+        "passed": all(v["passed"] for v in verdicts),
+        "score": min(v["score"] for v in verdicts),
+        "reasons": [f"chunk {k}: {r}" for k, v in enumerate(verdicts) for r in v["reasons"]],
+        "bad_spans": [(a + off, b + off) for v, off in zip(verdicts, offsets_s) for a, b in v["bad_spans"]],
+        "chunks": verdicts,
+    }
+
+
+def _validate_options(mode: str, steps: int | None, seed: int | None, speed: float,
+                      time_budget_s: float | None) -> None:
+    if mode not in MODES:
+        raise SynthesisOptionError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= 256):
+        raise SynthesisOptionError(f"steps must be an integer in 1..256, got {steps!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise SynthesisOptionError(f"seed must be a non-negative integer, got {seed!r}")
+    lo, hi = SPEED_RANGE
+    if not isinstance(speed, (int, float)) or not lo <= float(speed) <= hi:
+        raise SynthesisOptionError(f"speed must be between {lo} and {hi}, got {speed!r}")
+    if time_budget_s is not None and not time_budget_s > 0:
+        raise SynthesisOptionError(f"time_budget_s must be > 0, got {time_budget_s!r}")
+
+
+def _check_compatible(model, codec: Codec) -> None:
+    from audiopd.text import INVENTORY_VERSION, NUM_SYMBOLS
+
+    info = model.info
+    problems = []
+    if model.num_codebooks != codec.num_codebooks or model.cardinality != codec.cardinality:
+        problems.append(f"voice has {model.num_codebooks} x {model.cardinality} codes, codec {codec.name!r} "
+                        f"{codec.num_codebooks} x {codec.cardinality}")
+    if info.sample_rate and info.sample_rate != codec.sample_rate:
+        problems.append(f"voice sample rate {info.sample_rate}, codec {codec.sample_rate}")
+    if info.frame_rate and abs(float(info.frame_rate) - float(codec.frame_rate)) > 1e-6:
+        problems.append(f"voice frame rate {info.frame_rate}, codec {codec.frame_rate}")
+    if info.inventory_version and str(info.inventory_version) != str(INVENTORY_VERSION):
+        problems.append(f"voice phoneme inventory v{info.inventory_version}, frontend v{INVENTORY_VERSION}")
+    if model.cfg.num_symbols < NUM_SYMBOLS:
+        problems.append(f"voice knows {model.cfg.num_symbols} phoneme symbols, the frontend uses {NUM_SYMBOLS}")
+    if problems:
+        raise ArtifactError("voice and codec do not fit together: " + "; ".join(problems))
+
+
+def load(voice: str | Path | Any | None = None, *, codec: str | Path | Codec | None = None,
+         config: SynthesisConfig | None = None) -> Synthesizer:
+    """Load a voice (artifact name under voices/, a directory, or a VoiceModel) and the codec it names."""
+    from audiopd.codec import load_codec
+    from audiopd.model.voice import VoiceModel, load_voice
+
+    model = voice if isinstance(voice, VoiceModel) else load_voice(str(voice or DEFAULT_VOICE))
+    if codec is None:
+        if not model.info.codec:
+            raise ArtifactError("the voice names no codec; pass codec=... explicitly")
+        codec = load_codec(model.info.codec)
+    elif not isinstance(codec, Codec):
+        codec = load_codec(str(codec))
+    return Synthesizer(model, codec, config=config)
+
+
+def report_json(report: dict[str, Any]) -> str:
+    """The report as JSON (numpy scalars/arrays and tuples made plain)."""
+
+    def plain(obj: Any) -> Any:
+        if isinstance(obj, np.generic):
+            return obj.item()
+        if isinstance(obj, np.ndarray):
+            return obj.tolist()
+        if isinstance(obj, (set, frozenset)):
+            return sorted(obj)
+        if hasattr(obj, "to_dict"):
+            return obj.to_dict()
+        raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+
+    return json.dumps(report, indent=2, default=plain) + "\n"

@@ -1,0 +1,317 @@
+"""Decode, check, escalate: the attempt ladder behind ``mode="auto"`` (and the single-stage modes).
+
+Parallel decoding is fast but can fail in ways a serial decoder rarely does (ParallelBench: a
+decoder that cannot adapt its effort to the difficulty loses quality). So auto mode spends little
+first and more only where the checker finds a problem:
+
+1. parallel with a small step budget K (``first_steps``; the decoder may stop earlier, adaptive K);
+2. span repair: re-mask and re-predict only the frames the checker flagged (``Verdict.bad_spans``,
+   widened by ``repair_margin_s``) through the decoder's ``span`` argument, keeping every other
+   token (MaskGCT/SoundStorm decoding conditions on the kept tokens, so the context helps);
+3. a full parallel decode with more steps (``escalate_steps``; SoundStorm uses 16 for level 0);
+4. the serial (autoregressive) fallback.
+
+Every attempt is checked and recorded; each item gets the best attempt (a passing one, else the
+highest verdict score), and an item that never passed is delivered with its failing verdict, never
+silently. When the cost model (``audiopd.render.cost``) says serial is cheaper for the workload (big
+batches on a CPU), the ladder starts with serial and escalates to parallel repair / more steps.
+An optional deadline stops escalation when the next stage's predicted cost would overrun it.
+
+Only failing items take part in later stages; they are decoded together as a smaller batch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from audiopd.decoding.parallel import ParallelConfig, decode_parallel
+from audiopd.decoding.refine import fine_level_groups
+from audiopd.decoding.serial import SerialConfig, decode_serial
+from audiopd.model.encoder import FrameCondition
+from audiopd.render.cost import PARALLEL, SERIAL, CostModel, choose_path, estimate_parallel_s, estimate_serial_s
+
+FULL = "full"
+REPAIR = "repair"
+MODES = ("auto", PARALLEL, SERIAL)
+
+# checker(audio, sample_rate, text, durations_s=..., tokens=..., confidence=...) -> verdict
+Checker = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class AutoConfig:
+    first_steps: int = 8  # small K: ~3x cheaper than serial at batch 1 here (render/cost.py)
+    escalate_steps: int = 16  # SoundStorm's level-0 step count
+    repair: bool = True
+    # A failure is usually heard a little after its cause (a skipped phone shows as a short gap), so
+    # flagged spans are widened before re-masking.
+    repair_margin_s: float = 0.08
+    serial_fallback: bool = True
+
+    def validate(self) -> None:
+        if self.first_steps < 1 or self.escalate_steps < 1:
+            raise ValueError("first_steps and escalate_steps must be >= 1")
+        if not self.repair_margin_s >= 0.0:
+            raise ValueError(f"repair_margin_s must be >= 0, got {self.repair_margin_s}")
+
+
+@dataclass(frozen=True)
+class Stage:
+    mode: str  # "parallel" | "serial"
+    kind: str  # "full" | "repair"
+    steps: int | None  # level-0 step budget (None for serial)
+
+
+def plan_stages(mode: str, first_path: str, *, steps: int | None, auto: AutoConfig, parallel_steps: int,
+                checking: bool) -> list[Stage]:
+    """The attempt ladder for a request. Pure: ``mode`` as asked, ``first_path`` from the cost model."""
+    if mode == PARALLEL:
+        return [Stage(PARALLEL, FULL, steps or parallel_steps)]
+    if mode == SERIAL:
+        return [Stage(SERIAL, FULL, None)]
+    if mode != "auto":
+        raise ValueError(f"unknown mode {mode!r}")
+    k0 = steps or auto.first_steps
+    k1 = max(auto.escalate_steps, k0)
+    if first_path == SERIAL:
+        stages = [Stage(SERIAL, FULL, None)]
+        if auto.repair:
+            stages.append(Stage(PARALLEL, REPAIR, k0))
+        stages.append(Stage(PARALLEL, FULL, k1))
+    else:
+        stages = [Stage(PARALLEL, FULL, k0)]
+        if auto.repair:
+            stages.append(Stage(PARALLEL, REPAIR, k0))
+        stages.append(Stage(PARALLEL, FULL, k1))
+        if auto.serial_fallback:
+            stages.append(Stage(SERIAL, FULL, None))
+    return stages if checking else stages[:1]
+
+
+@dataclass
+class Attempt:
+    mode: str
+    kind: str
+    max_steps: int | None
+    steps: int  # level-0 steps actually run (serial: one per frame)
+    forward_passes: int  # of the whole (sub-)batch this item was decoded in
+    seconds: float  # batch decode time + this item's own codec decode and check
+    run: int  # which decoder run (shared by the items decoded together)
+    codes: torch.Tensor  # [Q, T]
+    confidence: torch.Tensor  # [T]
+    audio: np.ndarray
+    verdict: dict | None = None
+    repaired_spans: list[tuple[float, float]] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool | None:
+        return None if self.verdict is None else bool(self.verdict["passed"])
+
+    @property
+    def score(self) -> float | None:
+        return None if self.verdict is None else float(self.verdict["score"])
+
+    def to_report(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "mode": self.mode, "kind": self.kind, "steps": self.steps, "max_steps": self.max_steps,
+            "forward_passes": self.forward_passes, "seconds": round(self.seconds, 4),
+            "passed": self.passed, "score": self.score,
+            "reasons": list(self.verdict["reasons"]) if self.verdict else [],
+        }
+        if self.kind == REPAIR:
+            out["repaired_spans"] = [[round(a, 3), round(b, 3)] for a, b in self.repaired_spans]
+        return out
+
+
+@dataclass
+class Item:
+    """One chunk to synthesise: its text (the checker's reference), phoneme ids and speaker."""
+
+    text: str
+    ids: tuple[int, ...]
+    speaker: int
+    words: tuple[tuple[str, int, int], ...] = ()  # (word, first token, end token) for timestamps
+    durations: np.ndarray | None = None  # frames per phoneme token, set by ``render_group``
+    attempts: list[Attempt] = field(default_factory=list)
+
+    @property
+    def frames(self) -> int:
+        return int(self.durations.sum()) if self.durations is not None else 0
+
+    def best(self) -> Attempt:
+        """Highest verdict score, passing attempts first; the earlier (cheaper) one on ties."""
+        if not self.attempts:
+            raise RuntimeError("item has no attempts")
+        key = [((a.passed is True), a.score if a.score is not None else -math.inf) for a in self.attempts]
+        return self.attempts[max(range(len(key)), key=lambda i: (key[i], -i))]
+
+
+def verdict_to_dict(verdict: Any) -> dict[str, Any]:
+    """A checker verdict (object with to_dict(), dataclass or mapping) -> plain dict for reports."""
+    if hasattr(verdict, "to_dict"):
+        d = dict(verdict.to_dict())
+    elif dataclasses.is_dataclass(verdict):
+        d = dataclasses.asdict(verdict)
+    elif isinstance(verdict, dict):
+        d = dict(verdict)
+    else:
+        raise TypeError(f"checker returned {type(verdict).__name__}, not a verdict")
+    d["passed"] = bool(d.get("passed", getattr(verdict, "passed", False)))
+    d["score"] = float(d.get("score", getattr(verdict, "score", 0.0)))
+    d["reasons"] = [str(r) for r in d.get("reasons", getattr(verdict, "reasons", []))]
+    spans = d.get("bad_spans", getattr(verdict, "bad_spans", [])) or []
+    d["bad_spans"] = [(float(a), float(b)) for a, b in spans]
+    return d
+
+
+def select(cond: FrameCondition, rows: Sequence[int]) -> FrameCondition:
+    """The condition of a subset of items, trimmed to their longest length (same tensors, no re-encoding)."""
+    idx = torch.as_tensor(list(rows), dtype=torch.long)
+    lengths = cond.lengths.index_select(0, idx)
+    t = int(lengths.max()) if len(rows) else 0
+    return FrameCondition(frames=cond.frames.index_select(0, idx)[:, :t],
+                          frame_mask=cond.frame_mask.index_select(0, idx)[:, :t],
+                          durations=cond.durations.index_select(0, idx), lengths=lengths)
+
+
+def span_frames(spans: Sequence[tuple[float, float]], frame_rate: float, num_frames: int,
+                margin_s: float) -> np.ndarray:
+    """Bool mask [num_frames] of the frames inside the (widened) time spans."""
+    mask = np.zeros(num_frames, dtype=bool)
+    for a, b in spans:
+        lo = max(0, int(math.floor((a - margin_s) * frame_rate)))
+        hi = min(num_frames, int(math.ceil((b + margin_s) * frame_rate)))
+        if hi > lo:
+            mask[lo:hi] = True
+    return mask
+
+
+def _seed_for(seed: int, group: int, stage: int) -> int:
+    # Distinct, reproducible streams per (request seed, batch group, ladder stage).
+    return (seed * 1_000_003 + group * 7_919 + stage * 104_729) % (2**63 - 1)
+
+
+@dataclass
+class GroupOutcome:
+    first_path: str
+    stages: list[Stage]
+    budget_exhausted: bool
+    runs: dict[int, int]  # run id -> forward passes
+
+
+class Renderer:
+    """Runs the ladder for a group of items with one model, codec, checker and cost model."""
+
+    def __init__(self, model, codec, *, parallel: ParallelConfig, serial: SerialConfig, auto: AutoConfig,
+                 cost: CostModel, checker: Checker | None) -> None:
+        self.model, self.codec = model, codec
+        self.parallel, self.serial, self.auto, self.cost = parallel, serial, auto, cost
+        self.checker = checker
+        self.frame_rate = float(codec.frame_rate)
+        self.sample_rate = int(codec.sample_rate)
+        self._runs = 0
+
+    def fine_passes(self) -> int:
+        return len(fine_level_groups(self.model.num_codebooks, self.parallel.fine_passes))
+
+    def estimate_s(self, stage: Stage, frames: int, batch: int) -> float:
+        if stage.mode == SERIAL:
+            return estimate_serial_s(self.cost, frames, batch, self.fine_passes())
+        return estimate_parallel_s(self.cost, frames, batch, stage.steps or 1, self.fine_passes())
+
+    def render_group(self, items: list[Item], cond: FrameCondition, *, mode: str, steps: int | None, seed: int,
+                     group: int, checking: bool, deadline: float | None) -> GroupOutcome:
+        for i, it in enumerate(items):
+            it.durations = cond.durations[i, : len(it.ids)].cpu().numpy().astype(np.int64)
+        first = mode
+        if mode == "auto":
+            first = choose_path(self.cost, cond.num_frames, cond.batch, steps or self.auto.first_steps,
+                                self.fine_passes())
+        stages = plan_stages(mode, first, steps=steps, auto=self.auto, parallel_steps=self.parallel.steps,
+                             checking=checking)
+        runs: dict[int, int] = {}
+        exhausted = False
+        for s, stage in enumerate(stages):
+            rows = list(range(len(items)))
+            if s > 0:
+                rows = [i for i in rows if items[i].best().passed is False]
+                if stage.kind == REPAIR:
+                    rows = [i for i in rows if items[i].attempts[-1].verdict["bad_spans"]]
+                if not rows:
+                    continue
+                frames = max(items[i].frames for i in rows)
+                if deadline is not None and time.perf_counter() + self.estimate_s(stage, frames, len(rows)) > deadline:
+                    exhausted = True
+                    break
+            run, passes = self._run_stage(stage, items, rows, cond, seed=_seed_for(seed, group, s), checking=checking)
+            runs[run] = passes
+        return GroupOutcome(first_path=first, stages=stages, budget_exhausted=exhausted, runs=runs)
+
+    def _run_stage(self, stage: Stage, items: list[Item], rows: list[int], cond: FrameCondition, *, seed: int,
+                   checking: bool) -> tuple[int, int]:
+        sub = select(cond, rows)
+        gen = torch.Generator().manual_seed(seed)
+        repaired: list[list[tuple[float, float]]] = [[] for _ in rows]
+        t0 = time.perf_counter()
+        if stage.mode == SERIAL:
+            res = decode_serial(self.model, sub, self.serial, generator=gen)
+        elif stage.kind == FULL:
+            res = decode_parallel(self.model, sub, dataclasses.replace(self.parallel, steps=stage.steps),
+                                  generator=gen)
+        else:
+            q, t = self.model.num_codebooks, sub.num_frames
+            codes = torch.zeros(len(rows), q, t, dtype=torch.long)
+            conf = torch.ones(len(rows), t)
+            span = torch.zeros(len(rows), t, dtype=torch.bool)
+            for j, i in enumerate(rows):
+                last = items[i].attempts[-1]
+                n = last.codes.shape[1]
+                codes[j, :, :n], conf[j, :n] = last.codes, last.confidence
+                repaired[j] = list(last.verdict["bad_spans"])
+                span[j, :n] = torch.from_numpy(span_frames(repaired[j], self.frame_rate, n, self.auto.repair_margin_s))
+            res = decode_parallel(self.model, sub, dataclasses.replace(self.parallel, steps=stage.steps),
+                                  generator=gen, codes=codes, span=span, confidence=conf)
+        decode_s = time.perf_counter() - t0
+        run = self._runs
+        self._runs += 1
+        level0 = res.stats.steps_per_level[0] if res.stats.steps_per_level else 0
+        for j, i in enumerate(rows):
+            t1 = time.perf_counter()
+            it = items[i]
+            n = it.frames
+            codes_i, conf_i = res.codes[j, :, :n].clone(), res.confidence[j, :n].clone()
+            audio = self.to_audio(codes_i)
+            verdict = self.check(audio, it, codes_i, conf_i) if checking else None
+            it.attempts.append(Attempt(mode=stage.mode, kind=stage.kind, max_steps=stage.steps, steps=level0,
+                                       forward_passes=res.stats.forward_passes,
+                                       seconds=decode_s + time.perf_counter() - t1, run=run, codes=codes_i,
+                                       confidence=conf_i, audio=audio, verdict=verdict,
+                                       repaired_spans=repaired[j]))
+        return run, res.stats.forward_passes
+
+    def to_audio(self, codes: torch.Tensor) -> np.ndarray:
+        """Codes [Q, T] -> 1-D float32 audio of exactly T frames' worth of samples."""
+        n = codes.shape[1]
+        want = int(round(n * self.sample_rate / self.frame_rate))
+        if n == 0:
+            return np.zeros(0, dtype=np.float32)
+        audio = np.asarray(self.codec.decode(codes[None].cpu().numpy()), dtype=np.float32)[0]
+        if audio.size >= want:
+            return audio[:want].copy()
+        return np.pad(audio, (0, want - audio.size))
+
+    def check(self, audio: np.ndarray, item: Item, codes: torch.Tensor, confidence: torch.Tensor) -> dict:
+        if self.checker is None:
+            raise RuntimeError("checking was requested without a checker")
+        durations_s = item.durations / self.frame_rate
+        verdict = self.checker(audio, self.sample_rate, item.text, durations_s=durations_s,
+                               tokens=codes.cpu().numpy(), confidence=confidence.cpu().numpy())
+        return verdict_to_dict(verdict)

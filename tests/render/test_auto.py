@@ -1,0 +1,208 @@
+"""The auto ladder: stage plans (pure), span masks, verdict handling, and escalation on a tiny model.
+
+The checker here is a scripted stub, used only to force failures: it lets the tests assert the exact
+escalation sequence, that span repair keeps every token outside the flagged spans, and that the best
+attempt is delivered.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+import torch
+
+from audiopd.codec.fixture import make_fixture_codec
+from audiopd.decoding.parallel import ParallelConfig
+from audiopd.decoding.serial import SerialConfig
+from audiopd.model.config import ModelConfig
+from audiopd.model.voice import VoiceModel
+from audiopd.render.auto import (
+    FULL,
+    REPAIR,
+    AutoConfig,
+    Item,
+    Renderer,
+    Stage,
+    plan_stages,
+    select,
+    span_frames,
+    verdict_to_dict,
+)
+from audiopd.render.cost import PARALLEL, SERIAL, CostModel
+
+P, S = PARALLEL, SERIAL
+AUTO = AutoConfig(first_steps=4, escalate_steps=12)
+
+
+@pytest.mark.parametrize(
+    "mode, first, steps, auto, checking, expected",
+    [
+        ("parallel", P, None, AUTO, False, [Stage(P, FULL, 16)]),
+        ("parallel", S, 5, AUTO, True, [Stage(P, FULL, 5)]),  # explicit modes never escalate
+        ("serial", P, None, AUTO, True, [Stage(S, FULL, None)]),
+        ("auto", P, None, AUTO, True,
+         [Stage(P, FULL, 4), Stage(P, REPAIR, 4), Stage(P, FULL, 12), Stage(S, FULL, None)]),
+        ("auto", P, 20, AUTO, True,  # a user K above escalate_steps: escalation never lowers K
+         [Stage(P, FULL, 20), Stage(P, REPAIR, 20), Stage(P, FULL, 20), Stage(S, FULL, None)]),
+        ("auto", S, None, AUTO, True, [Stage(S, FULL, None), Stage(P, REPAIR, 4), Stage(P, FULL, 12)]),
+        ("auto", P, None, AutoConfig(first_steps=4, repair=False, serial_fallback=False), True,
+         [Stage(P, FULL, 4), Stage(P, FULL, 16)]),
+        ("auto", P, None, AUTO, False, [Stage(P, FULL, 4)]),  # nothing to escalate on without a checker
+    ],
+)
+def test_plan_stages(mode, first, steps, auto, checking, expected) -> None:
+    assert plan_stages(mode, first, steps=steps, auto=auto, parallel_steps=16, checking=checking) == expected
+
+
+def test_plan_rejects_unknown_mode() -> None:
+    with pytest.raises(ValueError):
+        plan_stages("fast", P, steps=None, auto=AUTO, parallel_steps=16, checking=True)
+
+
+def test_span_frames_widens_and_clips() -> None:
+    m = span_frames([(0.10, 0.20), (0.95, 2.0)], 100.0, 100, margin_s=0.02)
+    assert np.flatnonzero(m).tolist() == list(range(8, 22)) + list(range(93, 100))
+    assert not span_frames([], 100.0, 10, 0.1).any()
+
+
+def test_verdict_to_dict_accepts_objects_and_mappings() -> None:
+    @dataclass(frozen=True)
+    class V:
+        passed: bool
+        score: float
+        reasons: list = field(default_factory=list)
+        bad_spans: list = field(default_factory=list)
+
+    d = verdict_to_dict(V(False, np.float32(0.25), ["gap"], [(np.float64(0.1), 0.2)]))
+    assert d == {"passed": False, "score": 0.25, "reasons": ["gap"], "bad_spans": [(0.1, 0.2)]}
+    assert verdict_to_dict({"passed": 1, "score": 1})["bad_spans"] == []
+    with pytest.raises(TypeError):
+        verdict_to_dict("ok")
+
+
+# ----------------------------------------------------------------------------------- tiny engine
+NSYM, Q, CARD = 12, 4, 64  # fixture codec: 4 levels of 64 codes at 100 frames/s
+
+
+@pytest.fixture(scope="module")
+def model() -> VoiceModel:
+    torch.manual_seed(0)
+    cfg = ModelConfig(num_symbols=NSYM, num_codebooks=Q, cardinality=CARD, num_speakers=1, d_model=32, n_heads=2,
+                      ff_mult=2, dropout=0.0, encoder_layers=1, duration_channels=16, masked_layers=2,
+                      serial_layers=2, max_frames=256)
+    return VoiceModel(cfg).eval()
+
+
+class ScriptedChecker:
+    """Stub: returns the scripted (passed, score, bad_spans) per call, and records what it saw."""
+
+    def __init__(self, script: list[tuple[bool, float, list[tuple[float, float]]]]) -> None:
+        self.script, self.calls = list(script), []
+
+    def __call__(self, audio, sample_rate, text, *, durations_s, tokens, confidence):
+        self.calls.append({"samples": audio.size, "text": text, "frames": tokens.shape[1],
+                           "expected_s": float(np.sum(durations_s))})
+        passed, score, spans = self.script[min(len(self.calls), len(self.script)) - 1]
+        return {"passed": passed, "score": score, "reasons": [] if passed else [f"stub failure {len(self.calls)}"],
+                "bad_spans": spans}
+
+
+def _setup(model, lengths, checker, cost=None):
+    r = Renderer(model, make_fixture_codec(), parallel=ParallelConfig(), serial=SerialConfig(), auto=AUTO,
+                 cost=cost or CostModel(), checker=checker)
+    items, ph, dur = [], torch.zeros(len(lengths), 8, dtype=torch.long), torch.zeros(len(lengths), 8, dtype=torch.long)
+    for i, n in enumerate(lengths):
+        ids = tuple(range(1, 9))
+        items.append(Item(text=f"item {i}", ids=ids, speaker=0))
+        ph[i] = torch.tensor(ids)
+        dur[i] = n // 8
+        dur[i, -1] += n - 8 * (n // 8)
+    cond = model.condition(ph, torch.zeros(len(lengths), dtype=torch.long), durations=dur)
+    return r, items, cond
+
+
+def _modes(item: Item) -> list[tuple[str, str]]:
+    return [(a.mode, a.kind) for a in item.attempts]
+
+
+def test_always_failing_item_walks_the_whole_ladder_and_gets_its_best_attempt(model) -> None:
+    checker = ScriptedChecker([(False, 0.2, [(0.1, 0.2)]), (False, 0.6, [(0.3, 0.35)]), (False, 0.3, []),
+                               (False, 0.4, [])])
+    r, items, cond = _setup(model, [60], checker)
+    out = r.render_group(items, cond, mode="auto", steps=None, seed=3, group=0, checking=True, deadline=None)
+    it = items[0]
+    assert out.first_path == P and not out.budget_exhausted
+    assert _modes(it) == [(P, FULL), (P, REPAIR), (P, FULL), (S, FULL)]
+    assert [a.max_steps for a in it.attempts] == [4, 4, 12, None]
+    assert it.best() is it.attempts[1]  # highest score, though it never passed
+    assert it.best().passed is False
+    # The checker saw the whole item each time: 60 frames = 0.6 s = 9600 samples, and its own text.
+    assert all(c == {"samples": 9600, "text": "item 0", "frames": 60, "expected_s": pytest.approx(0.6)}
+               for c in checker.calls)
+    # Span repair re-predicted only the flagged span (0.1-0.2 s widened by 0.08 s = frames 2..28).
+    first, repair = it.attempts[0], it.attempts[1]
+    outside = ~torch.from_numpy(span_frames([(0.1, 0.2)], 100.0, 60, AUTO.repair_margin_s))
+    assert torch.equal(first.codes[:, outside], repair.codes[:, outside])
+    assert not torch.equal(first.codes, repair.codes)
+    assert repair.repaired_spans == [(0.1, 0.2)]
+    assert it.attempts[3].steps == 60  # serial: one level-0 step per frame
+
+
+def test_escalation_stops_at_the_first_pass_and_skips_repair_without_spans(model) -> None:
+    checker = ScriptedChecker([(False, 0.3, []), (True, 0.9, [])])
+    r, items, cond = _setup(model, [40], checker)
+    r.render_group(items, cond, mode="auto", steps=None, seed=0, group=0, checking=True, deadline=None)
+    # No bad spans to repair: straight to more steps, which passes, so no serial fallback.
+    assert _modes(items[0]) == [(P, FULL), (P, FULL)]
+    assert items[0].best() is items[0].attempts[1] and items[0].best().passed
+
+
+def test_only_failing_items_are_escalated_in_a_batch(model) -> None:
+    calls: list[str] = []
+
+    def checker(audio, sr, text, **kw):
+        calls.append(text)
+        ok = text != "item 1" or calls.count(text) >= 2
+        return {"passed": ok, "score": 0.9 if ok else 0.1, "reasons": [], "bad_spans": [(0.0, 0.1)]}
+
+    r, items, cond = _setup(model, [50, 30, 40], checker)
+    out = r.render_group(items, cond, mode="auto", steps=None, seed=1, group=0, checking=True, deadline=None)
+    assert [len(it.attempts) for it in items] == [1, 2, 1]
+    assert calls == ["item 0", "item 1", "item 2", "item 1"]
+    assert items[1].attempts[1].kind == REPAIR and items[1].attempts[1].codes.shape == (Q, 30)
+    assert len(out.runs) == 2
+
+
+def test_serial_first_when_the_cost_model_says_so(model) -> None:
+    checker = ScriptedChecker([(False, 0.1, [(0.0, 0.05)]), (False, 0.2, []), (True, 0.8, [])])
+    slow_passes = CostModel(pass_ms_per_frame=100.0)
+    r, items, cond = _setup(model, [20, 20], checker, cost=slow_passes)
+    out = r.render_group(items, cond, mode="auto", steps=None, seed=0, group=0, checking=True, deadline=None)
+    assert out.first_path == S
+    assert _modes(items[0])[0] == (S, FULL)
+
+
+def test_deadline_stops_escalation(model) -> None:
+    checker = ScriptedChecker([(False, 0.1, [(0.0, 0.1)])])
+    r, items, cond = _setup(model, [40], checker)
+    out = r.render_group(items, cond, mode="auto", steps=None, seed=0, group=0, checking=True,
+                         deadline=time.perf_counter())
+    assert out.budget_exhausted and len(items[0].attempts) == 1
+
+
+def test_select_trims_to_the_longest_selected_item(model) -> None:
+    _, _, cond = _setup(model, [50, 30, 40], None)
+    sub = select(cond, [1, 2])
+    assert sub.num_frames == 40 and sub.lengths.tolist() == [30, 40]
+    assert torch.equal(sub.frames[0, :30], cond.frames[1, :30])
+
+
+def test_audio_has_exactly_the_frames_worth_of_samples(model) -> None:
+    r, _, _ = _setup(model, [10], None)
+    codes = torch.randint(0, CARD, (Q, 37))
+    audio = r.to_audio(codes)
+    assert audio.dtype == np.float32 and audio.shape == (37 * 160,) and math.isfinite(float(np.abs(audio).max()))
