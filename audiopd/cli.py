@@ -227,5 +227,133 @@ def cmd_phonemize(args: argparse.Namespace) -> int:
     return 0
 
 
+# -------------------------------------------------------------------------------------------- say
+def _say_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("text", nargs="*", metavar="TEXT",
+                   help="text to speak (several arguments are joined); '-' reads stdin")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.wav", help="WAV file to write")
+    p.add_argument("--voice", default=None, help="voice artifact name or directory (default: default), or "
+                   "VOICE:SPEAKER to pick a speaker of a multi-speaker voice")
+    p.add_argument("--mode", choices=("auto", "parallel", "serial"), default="auto",
+                   help="decoding path; auto checks the output and escalates on failure (default: auto)")
+    p.add_argument("--steps", type=int, default=None, metavar="K", help="level-0 step budget of parallel decoding")
+    p.add_argument("--seed", type=int, default=None, metavar="N", help="random seed (default: random, in the report)")
+    p.add_argument("--speed", type=float, default=1.0, metavar="S", help="speaking rate factor (default: 1.0)")
+    p.add_argument("--report", default=None, metavar="R.json", help="write the synthesis report as JSON")
+    p.add_argument("--timestamps", default=None, metavar="OUT.srt|.vtt|.json", help="write word timestamps")
+    p.add_argument("--strict", action="store_true", help="exit 1 when the delivered audio fails the check")
+
+
+def _read_text(words: list[str]) -> str:
+    if words == ["-"]:
+        try:
+            text = sys.stdin.read()
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"stdin is not valid UTF-8 text ({exc.reason})") from None
+        return text
+    if not words:
+        raise UsageError("no text given: pass TEXT, or '-' to read it from stdin")
+    if "-" in words:
+        raise UsageError("'-' (read stdin) cannot be combined with TEXT arguments")
+    return " ".join(words)
+
+
+def _load_voice(spec: str | None):
+    """--voice: a voice artifact (name or directory), VOICE:SPEAKER, or a speaker of the default voice."""
+    import audiopd
+    from audiopd.artifacts import find_artifact
+    from audiopd.errors import ArtifactError
+
+    if spec is None:
+        return audiopd.load(), None
+    if ":" in spec and not Path(spec).exists():
+        voice, _, speaker = spec.rpartition(":")
+        return audiopd.load(voice or None), speaker or None
+    try:
+        find_artifact("voices", spec)
+    except ArtifactError:
+        tts = audiopd.load()
+        if spec not in tts.voices:
+            raise ArtifactError(f"unknown voice {spec!r}: no voice artifact of that name, and the default voice's "
+                                f"speakers are {', '.join(tts.voices) or 'unnamed'}") from None
+        return tts, spec
+    return audiopd.load(spec), None
+
+
+@subcommand("say", help="synthesise speech from text into a WAV file", args=_say_args)
+def cmd_say(args: argparse.Namespace) -> int:
+    from audiopd.render.timestamps import timestamp_format, write_text_atomic, write_timestamps
+
+    # Validate everything cheap before loading a voice, and write nothing until synthesis succeeded.
+    out = Path(args.output)
+    if out.suffix.lower() != ".wav":
+        raise UsageError(f"-o {out}: the output is written as WAV, so its name must end in .wav")
+    targets = [out] + [Path(p) for p in (args.report, args.timestamps) if p]
+    if len({t.resolve() for t in targets}) != len(targets):
+        raise UsageError("-o, --report and --timestamps must name different files")
+    if args.timestamps:
+        timestamp_format(args.timestamps)
+    for target in targets:
+        if target.is_dir():
+            raise UsageError(f"{target} is a directory, not a file name")
+        _check_writable_dir(target.parent)
+    text = _read_text(args.text)
+
+    from audiopd.pipeline import report_json
+
+    tts, speaker = _load_voice(args.voice)
+    result = tts.synthesize(text, voice=speaker, mode=args.mode, steps=args.steps, seed=args.seed,
+                            speed=args.speed)
+    written: list[Path] = []
+    target = out
+    try:
+        written.append(result.write(out))
+        if args.timestamps:
+            target = Path(args.timestamps)
+            written.append(write_timestamps(target, result.words, duration_s=result.duration_s))
+        if args.report:
+            target = Path(args.report)
+            written.append(write_text_atomic(target, report_json(result.report)))
+    except OSError as exc:
+        for path in written:  # all or nothing
+            path.unlink(missing_ok=True)
+        raise AudiopdError(f"cannot write {target}: {exc.strerror or exc}") from None
+    verdict = result.report.get("check")
+    if verdict is not None and not verdict["passed"]:
+        # Delivered (the best attempt), but never silently: say why it failed.
+        reasons = "; ".join(verdict["reasons"]) or "no reason given"
+        print(f"{PROG}: warning: the output failed the check: {_one_line(reasons)}", file=sys.stderr)
+        return 1 if args.strict else 0
+    return 0
+
+
+# ------------------------------------------------------------------------------------------ check
+def _check_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("audio", metavar="AUDIO.wav", help="audio file to check")
+    p.add_argument("--text", required=True, help="the text the audio should say")
+    p.add_argument("--json", action="store_true", help="print the full verdict as JSON")
+
+
+@subcommand("check", help="check that audio says the given text (exit 0 pass, 1 fail, 2 bad input)",
+            args=_check_args)
+def cmd_check(args: argparse.Namespace) -> int:
+    import audiopd
+    from audiopd.audio import read_audio
+    from audiopd.pipeline import report_json
+    from audiopd.render.auto import verdict_to_dict
+    from audiopd.text import phonemize
+
+    phonemize(args.text)  # unspeakable reference text is bad input (exit 2), not a failed check
+    audio, rate = read_audio(args.audio)
+    verdict = verdict_to_dict(audiopd.check(audio, rate, args.text))
+    if args.json:
+        sys.stdout.write(report_json(verdict))
+    else:
+        status = "PASS" if verdict["passed"] else "FAIL"
+        reasons = "; ".join(verdict["reasons"])
+        print(f"{status} score {verdict['score']:.3f}" + (f": {_one_line(reasons)}" if reasons else ""))
+    return 0 if verdict["passed"] else 1
+
+
 if __name__ == "__main__":
     sys.exit(main())

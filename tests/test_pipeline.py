@@ -1,0 +1,293 @@
+"""The facade (audiopd.load / Synthesizer / Result) and the `say` / `check` commands, on a tiny voice.
+
+The voice is a randomly initialised VoiceModel saved with save_voice into tmp_path, named ``default``
+on a temporary $AUDIOPD_VOICES_PATH, with the fixture codec registered through $AUDIOPD_CODECS_PATH.
+Its duration predictor is pinned to 5 frames per token so lengths and word times are predictable.
+Checker stubs appear only where a test must force a pass or a failure.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+import torch
+
+import audiopd
+from audiopd.cli import main
+from audiopd.codec.fixture import write_fixture_artifact
+from audiopd.errors import ArtifactError, NothingToSpeakError
+from audiopd.model.config import ModelConfig
+from audiopd.model.voice import VoiceInfo, VoiceModel, save_voice
+from audiopd.pipeline import SynthesisConfig, SynthesisOptionError, Synthesizer
+from audiopd.render.join import JoinConfig
+from audiopd.text import INVENTORY_VERSION, NUM_SYMBOLS, phonemize
+
+SR, HOP, FRAMES_PER_TOKEN = 16000, 160, 5
+TEXT = "Hello there, how are you?"
+REPORT_KEYS = {"mode", "steps", "forward_passes", "audio_seconds", "wall_seconds", "chunks", "attempts", "check"}
+
+
+def tiny_model(seed: int = 0, codec: str = "fx") -> VoiceModel:
+    torch.manual_seed(seed)
+    cfg = ModelConfig(num_symbols=NUM_SYMBOLS, num_codebooks=4, cardinality=64, num_speakers=2, d_model=32,
+                      n_heads=2, ff_mult=2, dropout=0.0, encoder_layers=1, duration_channels=16, masked_layers=2,
+                      serial_layers=2, max_frames=256)
+    info = VoiceInfo(codec=codec, sample_rate=SR, frame_rate=100.0, num_codebooks=4, cardinality=64,
+                     inventory_version=str(INVENTORY_VERSION), voices=("alice", "bob"))
+    model = VoiceModel(cfg, info).eval()
+    with torch.no_grad():  # log(1 + 5): every token lasts 5 frames
+        model.conditioner.duration.proj.weight.zero_()
+        model.conditioner.duration.proj.bias.fill_(math.log(1 + FRAMES_PER_TOKEN))
+    return model
+
+
+@pytest.fixture
+def artifacts(tmp_path, monkeypatch) -> Path:
+    write_fixture_artifact(tmp_path / "codecs" / "fx")
+    save_voice(tiny_model(), tmp_path / "voices" / "default")
+    monkeypatch.setenv("AUDIOPD_CODECS_PATH", str(tmp_path / "codecs"))
+    monkeypatch.setenv("AUDIOPD_VOICES_PATH", str(tmp_path / "voices"))
+    return tmp_path
+
+
+@pytest.fixture
+def tts(artifacts) -> Synthesizer:
+    return audiopd.load()
+
+
+def _expected_samples(text: str) -> int:
+    return len(phonemize(text).ids) * FRAMES_PER_TOKEN * HOP
+
+
+class Stub:
+    """Checker stub: scripted verdicts per call (the last one repeats)."""
+
+    def __init__(self, *script: tuple[bool, float]) -> None:
+        self.script, self.calls = script, 0
+
+    def __call__(self, audio, sample_rate, text, **kw):
+        self.calls += 1
+        passed, score = self.script[min(self.calls, len(self.script)) - 1]
+        return {"passed": passed, "score": score, "reasons": [] if passed else [f"bad #{self.calls}"],
+                "bad_spans": [(0.1, 0.3)]}
+
+
+# ------------------------------------------------------------------------------------- load / result
+def test_load_default_voice_and_its_codec(tts) -> None:
+    assert tts.voices == ("alice", "bob") and tts.sample_rate == SR and tts.codec.name == "fx"
+
+
+@pytest.mark.parametrize("mode", ["parallel", "serial", "auto"])
+def test_synthesize_returns_audio_of_the_predicted_length(tts, mode: str) -> None:
+    res = tts.synthesize(TEXT, mode=mode, seed=1, check=False)
+    assert res.audio.dtype == np.float32 and res.audio.ndim == 1
+    assert res.audio.size == _expected_samples(TEXT) and np.abs(res.audio).max() > 0
+    assert res.sample_rate == SR
+    assert REPORT_KEYS <= set(res.report)
+    assert res.report["mode"] == ("parallel" if mode == "auto" else mode)
+    assert res.report["chunks"] == 1 and res.report["check"] is None
+    assert res.report["audio_seconds"] == pytest.approx(res.audio.size / SR)
+    assert [a["mode"] for a in res.report["attempts"]] == [res.report["mode"]]
+    assert res.report["forward_passes"] == res.report["attempts"][0]["forward_passes"] > 0
+
+
+def test_serial_takes_one_step_per_frame_and_parallel_at_most_k(tts) -> None:
+    frames = _expected_samples(TEXT) // HOP
+    assert tts.synthesize(TEXT, mode="serial", seed=0).report["steps"] == frames
+    assert 1 <= tts.synthesize(TEXT, mode="parallel", steps=3, seed=0).report["steps"] <= 3
+
+
+def test_same_seed_same_audio_other_seed_other_audio(tts) -> None:
+    a = tts.synthesize(TEXT, mode="parallel", seed=7).audio
+    b = tts.synthesize(TEXT, mode="parallel", seed=7).audio
+    c = tts.synthesize(TEXT, mode="parallel", seed=8).audio
+    assert np.array_equal(a, b) and not np.array_equal(a, c)
+
+
+def test_random_seed_is_reported_and_reproduces(tts) -> None:
+    first = tts.synthesize(TEXT, mode="serial")
+    again = tts.synthesize(TEXT, mode="serial", seed=first.report["seed"])
+    assert np.array_equal(first.audio, again.audio)
+
+
+def test_speakers_and_speed(tts) -> None:
+    base = tts.synthesize(TEXT, mode="parallel", seed=0)
+    assert base.report["voice"] == "alice"
+    assert tts.synthesize(TEXT, voice="bob", mode="parallel", seed=0).report["voice"] == "bob"
+    assert tts.synthesize(TEXT, mode="parallel", seed=0, speed=2.0).audio.size < base.audio.size
+    with pytest.raises(ArtifactError, match="unknown voice 'carol'"):
+        tts.synthesize(TEXT, voice="carol")
+
+
+def test_word_timestamps_follow_the_durations(tts) -> None:
+    res = tts.synthesize(TEXT, mode="parallel", seed=0)
+    ph = phonemize(TEXT)
+    assert [w.word for w in res.words] == [w.word for w in ph.words]
+    for w, span in zip(res.words, ph.words):
+        assert w.start_s == pytest.approx(span.start * FRAMES_PER_TOKEN / 100)
+        assert w.end_s == pytest.approx(span.end * FRAMES_PER_TOKEN / 100)
+
+
+def test_long_text_is_chunked_and_joined_without_clicks(artifacts) -> None:
+    cfg = SynthesisConfig(max_chunk_chars=40, join=JoinConfig(pause_s=0.1, fade_s=0.01))
+    tts = audiopd.load(config=cfg)
+    sentences = ["The first sentence is here.", "A second one follows it.", "And then a third."]
+    res = tts.synthesize(" ".join(sentences), mode="parallel", seed=0)
+    assert res.report["chunks"] == 3
+    assert res.audio.size == sum(_expected_samples(s) for s in sentences) + 2 * 1600
+    # Each join: the outgoing chunk fades to ~0, the pause is silent, the next chunk fades in.
+    start = _expected_samples(sentences[0])
+    assert np.all(res.audio[start : start + 1600] == 0)
+    assert abs(res.audio[start - 1]) < 0.01 * np.abs(res.audio).max() + 1e-6
+    # Word times of the second chunk start after the first chunk and its pause.
+    second = [w for w in res.words if w.word == "second"][0]
+    assert second.start_s >= (start + 1600) / SR
+    assert all(a.end_s <= b.start_s + 1e-9 for a, b in zip(res.words, res.words[1:]))
+    assert res.words[-1].end_s <= res.duration_s + 1e-9
+
+
+def test_batch_decodes_several_texts_in_one_model_batch(tts) -> None:
+    texts = ["Good morning.", TEXT, "Yes."]
+    results = tts.synthesize_batch(texts, mode="parallel", seed=0)
+    assert [r.audio.size for r in results] == [_expected_samples(t) for t in texts]
+    # One padded batch: every text reports the passes of that single decoder run.
+    assert len({r.report["forward_passes"] for r in results}) == 1
+    assert all(len(r.report["attempts"]) == 1 for r in results)
+
+
+@pytest.mark.parametrize("text", ["", "   ", "!!! ???", "\u4f60\u597d"])
+def test_unspeakable_text_raises_a_clear_error(tts, text: str) -> None:
+    with pytest.raises(NothingToSpeakError):
+        tts.synthesize(text)
+
+
+@pytest.mark.parametrize("kwargs", [{"mode": "fast"}, {"steps": 0}, {"steps": 2.5}, {"seed": -1},
+                                    {"speed": 0.0}, {"speed": 10.0}, {"time_budget_s": 0}])
+def test_bad_options_are_rejected(tts, kwargs) -> None:
+    with pytest.raises(SynthesisOptionError):
+        tts.synthesize(TEXT, **kwargs)
+
+
+def test_voice_and_codec_must_fit(artifacts) -> None:
+    write_fixture_artifact(artifacts / "codecs" / "fx8k", sample_rate=12000, frame_rate=100)
+    with pytest.raises(ArtifactError, match="sample rate 16000, codec 12000"):
+        audiopd.load(codec="fx8k")
+    with pytest.raises(ArtifactError, match="no voice named 'nope'"):
+        audiopd.load("nope")
+
+
+# ---------------------------------------------------------------------------------------- auto mode
+def test_auto_escalates_to_serial_and_delivers_the_best_failing_attempt(tts) -> None:
+    tts.checker = Stub((False, 0.2), (False, 0.7), (False, 0.3), (False, 0.5))
+    res = tts.synthesize(TEXT, seed=0)
+    steps = [(a["mode"], a["kind"]) for a in res.report["attempts"]]
+    assert steps == [("parallel", "full"), ("parallel", "repair"), ("parallel", "full"), ("serial", "full")]
+    assert [a["passed"] for a in res.report["attempts"]] == [False] * 4
+    # Delivered: the repair attempt (score 0.7), flagged as failing with its reasons.
+    assert res.report["check"]["passed"] is False and res.report["check"]["score"] == 0.7
+    assert res.report["check"]["reasons"] == ["bad #2"] and res.report["mode"] == "parallel"
+    assert res.report["forward_passes"] == sum(a["forward_passes"] for a in res.report["attempts"])
+
+
+def test_auto_stops_escalating_once_an_attempt_passes(tts) -> None:
+    tts.checker = Stub((False, 0.2), (True, 0.9))
+    res = tts.synthesize(TEXT, seed=0)
+    assert [a["kind"] for a in res.report["attempts"]] == ["full", "repair"]
+    assert res.report["check"]["passed"] is True
+
+
+def test_time_budget_limits_escalation(tts) -> None:
+    tts.checker = Stub((False, 0.2))
+    res = tts.synthesize(TEXT, seed=0, time_budget_s=1e-6)
+    assert len(res.report["attempts"]) == 1 and res.report["budget_exhausted"]
+
+
+def test_explicit_check_on_a_fixed_mode_reports_without_escalating(tts) -> None:
+    tts.checker = Stub((False, 0.4))
+    res = tts.synthesize(TEXT, mode="serial", seed=0, check=True)
+    assert len(res.report["attempts"]) == 1 and res.report["check"]["passed"] is False
+
+
+# ---------------------------------------------------------------------------------------------- CLI
+def _one_line_error(capsys, rc: int, needle: str) -> None:
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("audiopd: error: ") and err.count("\n") == 1 and needle in err, err
+
+
+def test_say_writes_wav_report_and_timestamps(artifacts, tmp_path) -> None:
+    out, rep, srt = tmp_path / "o" / "a.wav", tmp_path / "o" / "r.json", tmp_path / "o" / "a.srt"
+    rc = main(["say", TEXT, "-o", str(out), "--mode", "parallel", "--seed", "3", "--report", str(rep),
+               "--timestamps", str(srt)])
+    assert rc == 0
+    audio, rate = sf.read(str(out), dtype="float32")
+    assert rate == SR and audio.size == _expected_samples(TEXT)
+    report = json.loads(rep.read_text())
+    assert REPORT_KEYS <= set(report) and report["seed"] == 3 and report["mode"] == "parallel"
+    assert srt.read_text().startswith("1\n00:00:00,050 --> ")
+
+
+def test_say_reads_stdin_and_picks_a_speaker(artifacts, tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("Good morning."))
+    out, vtt = tmp_path / "s.wav", tmp_path / "s.vtt"
+    assert main(["say", "-", "-o", str(out), "--voice", "bob", "--mode", "serial", "--timestamps", str(vtt)]) == 0
+    assert sf.info(str(out)).frames == _expected_samples("Good morning.")
+    assert vtt.read_text().startswith("WEBVTT")
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["say", "!!!", "-o", "{d}/x.wav", "--mode", "parallel"], "no speakable words"),
+        (["say", "-o", "{d}/x.wav"], "no text given"),
+        (["say", "hi", "-o", "{d}/x.mp3"], "must end in .wav"),
+        (["say", "hi", "-o", "{d}/x.wav", "--timestamps", "{d}/x.txt"], "unknown format"),
+        (["say", "hi", "-o", "{d}/x.wav", "--report", "{d}/x.wav"], "different files"),
+        (["say", "hi", "-o", "{d}/x.wav", "--speed", "9", "--mode", "parallel"], "speed must be"),
+        (["say", "hi", "-o", "{d}/x.wav", "--voice", "carol"], "unknown voice 'carol'"),
+        (["say", "hi", "-o", "{d}/x.wav", "--mode", "fast"], "invalid choice"),
+    ],
+)
+def test_say_bad_input_exits_2_and_writes_nothing(artifacts, tmp_path, capsys, argv, needle) -> None:
+    d = tmp_path / "out"
+    _one_line_error(capsys, main([a.format(d=d) for a in argv]), needle)
+    assert not d.exists() or not any(d.iterdir())
+
+
+def test_say_warns_when_the_delivered_audio_fails_the_check(artifacts, tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.setattr("audiopd.pipeline.default_checker", lambda: Stub((False, 0.1)))
+    out = tmp_path / "w.wav"
+    assert main(["say", TEXT, "-o", str(out), "--seed", "0"]) == 0
+    assert out.is_file() and "warning: the output failed the check: bad #" in capsys.readouterr().err
+    assert main(["say", TEXT, "-o", str(out), "--seed", "0", "--strict"]) == 1
+
+
+@pytest.mark.parametrize("passed, rc", [(True, 0), (False, 1)])
+def test_check_exit_codes(tmp_path, capsys, monkeypatch, passed: bool, rc: int) -> None:
+    wav = tmp_path / "a.wav"
+    sf.write(str(wav), np.zeros(SR // 2, np.float32), SR)
+    seen = {}
+
+    def stub(audio, sample_rate, text):
+        seen.update(samples=audio.size, rate=sample_rate, text=text)
+        return {"passed": passed, "score": 0.5, "reasons": [] if passed else ["too quiet"], "bad_spans": []}
+
+    monkeypatch.setattr(audiopd, "check", stub, raising=False)
+    assert main(["check", str(wav), "--text", "hello"]) == rc
+    assert seen == {"samples": SR // 2, "rate": SR, "text": "hello"}
+    assert capsys.readouterr().out.startswith("PASS" if passed else "FAIL score 0.500: too quiet")
+    assert main(["check", str(wav), "--text", "hello", "--json"]) == rc
+    assert json.loads(capsys.readouterr().out)["passed"] is passed
+
+
+@pytest.mark.parametrize("argv, needle", [(["check", "{d}/missing.wav", "--text", "hi"], "no such file"),
+                                          (["check", "{d}/a.wav", "--text", "***"], "no speakable words"),
+                                          (["check", "{d}/a.wav"], "--text")])
+def test_check_bad_input_exits_2(tmp_path, capsys, argv, needle) -> None:
+    sf.write(str(tmp_path / "a.wav"), np.zeros(800, np.float32), SR)
+    _one_line_error(capsys, main([a.format(d=tmp_path) for a in argv]), needle)
