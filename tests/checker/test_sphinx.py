@@ -72,7 +72,7 @@ def test_align_gives_ordered_times(speech: tuple[np.ndarray, int]) -> None:
 def test_align_reports_words_without_pronunciation(speech: tuple[np.ndarray, int]) -> None:
     audio, rate = speech
     words = SENTENCE.split()
-    words.insert(3, "qxzvtrk")
+    words.insert(3, "42")  # digits: no dictionary entry, no letter-to-sound
     al = align(audio, rate, words)
     assert al is not None
     assert al.unaligned == (3,)
@@ -90,6 +90,14 @@ def test_align_adds_cmudict_words_missing_from_sphinx(tmp_path: Path, monkeypatc
     assert al is not None and al.unaligned == ()
     assert [w.word for w in al.words][2] == word
     assert al.words[2].end - al.words[2].start > 0.2
+
+
+def test_align_uses_flite_letter_to_sound_for_unknown_words(tmp_path: Path) -> None:
+    word = "zorblatt"  # in neither dictionary
+    audio, rate = _render(tmp_path, f"the {word} jumps over the dog")
+    al = align(audio, rate, ["the", word, "jumps", "over", "the", "dog"])
+    assert al is not None and al.unaligned == ()
+    assert al.words[1].word == word and len(al.words[1].phones) >= 5
 
 
 def test_align_fails_cleanly_when_audio_is_too_short(speech: tuple[np.ndarray, int]) -> None:
