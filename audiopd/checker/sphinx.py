@@ -190,8 +190,8 @@ def _aligner() -> _Sphinx:
     return _Sphinx()
 
 
-def recognize(audio: np.ndarray, sample_rate: int) -> str:
-    """Free (language-model) recognition; returns lower-case words separated by single spaces."""
+def recognize_words(audio: np.ndarray, sample_rate: int) -> list[tuple[str, float, float]]:
+    """Free (language-model) recognition as (lower-case word, start s, end s), fillers dropped."""
     pcm = to_sphinx_pcm(audio, sample_rate)
     sph = _recognizer()
     with sph.lock:
@@ -199,12 +199,21 @@ def recognize(audio: np.ndarray, sample_rate: int) -> str:
         dec.start_utt()
         dec.process_raw(pcm.tobytes(), full_utt=True)
         dec.end_utt()
-        hyp = dec.hyp()
-    if hyp is None:
-        return ""
-    # Alternate pronunciations come back as "word(2)"; fillers as "<sil>", "[noise]".
-    words = [re.sub(r"\(\d+\)$", "", w) for w in hyp.hypstr.split()]
-    return " ".join(w.lower() for w in words if w and not w.startswith(("<", "[")))
+        if dec.hyp() is None:
+            return []
+        segs = [(s.word, s.start_frame, s.end_frame) for s in dec.seg()]
+    out = []
+    for word, a, b in segs:
+        # Alternate pronunciations come back as "word(2)"; fillers as "<s>", "<sil>", "[noise]".
+        word = re.sub(r"\(\d+\)$", "", word)
+        if word and not word.startswith(("<", "[")):
+            out.append((word.lower(), a / sph.frate, (b + 1) / sph.frate))
+    return out
+
+
+def recognize(audio: np.ndarray, sample_rate: int) -> str:
+    """Free (language-model) recognition; returns lower-case words separated by single spaces."""
+    return " ".join(w for w, _, _ in recognize_words(audio, sample_rate))
 
 
 def align(audio: np.ndarray, sample_rate: int, words: list[str]) -> WordAlignment | None:

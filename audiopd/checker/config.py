@@ -1,0 +1,107 @@
+"""Checker thresholds, each documented with what it measures and how it was calibrated.
+
+Calibration set: 40 flite renderings (voices slt, rms, awb, kal16 in turn) of fortune-file
+sentences of 7-22 words in the *calibration* split of ``audiopd.eval.checker_bench`` (a content
+hash sends one sentence in four there), each clean and with every fault of ``audiopd.eval.faults``
+(320 clips). Each threshold sits beyond the worst clean value seen, with a margin, and the
+benchmark (``python -m audiopd.eval.checker_bench``, different sentences) measures the result.
+Figures below are "clean worst -> faulty typical" on that set.
+
+Every check yields ``badness = value / threshold``; a check fails at badness >= 1 and the verdict
+score is ``1 / (1 + max_badness**2)``, so ``passed`` is exactly ``score > 0.5``.
+
+The acoustic-score thresholds are in PocketSphinx's log units for flite-like audio; output of a
+lower-quality vocoder scores lower everywhere, so re-run the benchmark on that audio before
+trusting them there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ASR_MODES = ("always", "borderline", "never")
+
+
+@dataclass(frozen=True)
+class CheckerConfig:
+    """Thresholds of ``audiopd.checker.score``. Units: seconds, dB, PocketSphinx log-score per 10 ms frame."""
+
+    # --- forced alignment (PocketSphinx, phone level) ---
+    # Worst mean per-frame acoustic score over any 0.3 s window of the aligned phones. A skipped,
+    # repeated or garbled stretch forces phones onto the wrong audio. Clean worst -57; skip/silence
+    # typical -100..-130, repeat -55..-145. Window length: about one short word.
+    align_window_s: float = 0.30
+    min_window_score: float = -62.0
+    # Mean per-frame score over the whole utterance: wrong sentence (swap) <= -45, clean >= -17.5.
+    min_mean_score: float = -30.0
+    # Loud audio (within 25 dB of the speech level) that the aligner had to label silence: speech
+    # the text does not account for (repeats, stray words). Clean: 0 in 38 of 40 clips, 0.06 s and
+    # 0.5 s in the others; repeats typically 0.4-1.1 s.
+    max_unexplained_speech_s: float = 0.30
+    unexplained_level_db: float = 25.0
+    # A word is "squeezed" when every phone sits at the aligner's 30 ms minimum: the audio has no
+    # room for it. Reported per word; the run length of squeezed words is a metric only.
+    squeeze_phone_s: float = 0.031
+
+    # --- ASR (free recognition against the normalised text) ---
+    # "always": run it on every clip (most reliable); "borderline": only when another check's
+    # badness reaches ``asr_borderline`` (about 4x cheaper on clean audio); "never".
+    asr: str = "always"
+    asr_borderline: float = 0.6
+    # Consecutive reference words the recogniser did not hear at all: clean worst 2, skips 2-4,
+    # truncation 3-9. Substitutions are common on clean flite audio and are not counted.
+    max_deletion_run: int = 3
+    # Consecutive extra words heard: clean worst 1, repeats 2-4.
+    max_insertion_run: int = 2
+    # Whole-utterance WER: clean worst 0.67 (flite WER is 7-22% on average), wrong sentence >= 0.85.
+    max_wer: float = 0.80
+
+    # --- signal ---
+    # Frames within ``active_db`` of the speech level (95th percentile frame energy) are speech.
+    active_db: float = 35.0
+    # Longest silence inside the speech region: clean worst 0.27 s (comma pauses), silenced spans
+    # >= 0.49 s, inserted pauses 2.5 s. With ``durations`` the limit grows to the longest expected
+    # unit plus ``silence_slack_s`` (a predicted pause is not a fault).
+    max_internal_silence_s: float = 0.40
+    silence_slack_s: float = 0.25
+    # Truncation: the last ``end_margin_s`` still within ``end_level_db`` of the speech level.
+    # Clean flite endings decay more than 40 dB below it.
+    end_margin_s: float = 0.03
+    end_level_db: float = 20.0
+    # Clipping: fraction of samples in flat-topped runs at full scale.
+    max_clipped_fraction: float = 0.001
+    # Drop-outs: digital silence of 20-300 ms inside speech with speech within ``dropout_edge_db``
+    # of the speech level on both sides. Clean: none.
+    dropout_min_s: float = 0.02
+    dropout_max_s: float = 0.30
+    dropout_edge_db: float = 30.0
+    # Noise bursts: runs of frames within ``noise_level_db`` of the speech level whose spectral
+    # flatness is >= ``noise_flatness`` (white noise ~0.5; clean speech frames worst 0.22, kal16).
+    noise_flatness: float = 0.35
+    noise_level_db: float = 10.0
+    min_noise_s: float = 0.08
+
+    # --- tokens (codes [Q, T]); provisional, set on synthetic sequences until a codec ships ---
+    # VALL-E 2 style repetition: share of non-constant level-0 trigrams seen in the last second.
+    repetition_n: int = 3
+    repetition_window_s: float = 1.0
+    max_repetition_ratio: float = 0.30
+    # Confidence (probability of the chosen level-0 token): share of frames below the floor.
+    confidence_floor: float = 0.10
+    max_low_confidence: float = 0.30
+    # Length vs the expected duration (sum of ``durations``), either way: x1.5 longer or shorter.
+    max_length_ratio: float = 1.5
+
+    def __post_init__(self) -> None:
+        if self.asr not in ASR_MODES:
+            raise ValueError(f"CheckerConfig.asr must be one of {', '.join(ASR_MODES)}, not {self.asr!r}")
+        positive = ("align_window_s", "max_unexplained_speech_s", "max_internal_silence_s", "end_margin_s",
+                    "max_clipped_fraction", "dropout_min_s", "min_noise_s", "repetition_window_s",
+                    "max_length_ratio", "max_wer")
+        for name in positive:
+            if not getattr(self, name) > 0:
+                raise ValueError(f"CheckerConfig.{name} must be > 0, got {getattr(self, name)!r}")
+        if self.max_deletion_run < 1 or self.max_insertion_run < 1 or self.repetition_n < 2:
+            raise ValueError("CheckerConfig: run lengths must be >= 1 and repetition_n >= 2")
+        if self.dropout_max_s < self.dropout_min_s:
+            raise ValueError("CheckerConfig.dropout_max_s must be >= dropout_min_s")

@@ -1,0 +1,179 @@
+"""``score``: does this audio say this text, completely and cleanly?
+
+Four groups of checks (thresholds and their calibration: ``audiopd.checker.config``):
+
+(a) forced alignment of the intended words (PocketSphinx): per-word spans and scores, poorly
+    aligned windows, speech the text does not account for, or no alignment at all;
+(b) free recognition against the normalised text: runs of unheard or extra words, WER;
+(c) signal: long internal silence, truncation, clipping, drop-outs, noise bursts;
+(d) tokens, when codes are given: repetition (VALL-E 2), low confidence, length vs expectation.
+
+All audio is analysed at 16 kHz (PocketSphinx's rate); clipping is measured on the input itself.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from audiopd.checker import signal as sig
+from audiopd.checker import speech, tokens as tok
+from audiopd.checker.config import CheckerConfig
+from audiopd.checker.signal import Finding
+from audiopd.checker.sphinx import SAMPLE_RATE, align, recognize_words, to_sphinx_pcm
+from audiopd.checker.verdict import Verdict, WordResult, merge_spans, score_from_badness
+from audiopd.errors import AudioInputError, NothingToSpeakError
+from audiopd.eval.wer import text_to_words
+
+
+def _as_1d(audio: np.ndarray) -> np.ndarray:
+    arr = np.asarray(audio.detach().cpu().numpy() if hasattr(audio, "detach") else audio)
+    if arr.ndim == 2 and 1 in arr.shape:
+        arr = arr.reshape(-1)
+    return arr
+
+
+def _durations(durations: Sequence[float] | np.ndarray | None) -> np.ndarray | None:
+    if durations is None:
+        return None
+    d = np.asarray(durations.detach().cpu().numpy() if hasattr(durations, "detach") else durations,
+                   dtype=np.float64).reshape(-1)
+    if d.size == 0 or not np.all(np.isfinite(d)) or np.any(d < 0):
+        raise AudioInputError("durations must be a non-empty sequence of non-negative seconds")
+    return d
+
+
+def score(
+    audio: np.ndarray,
+    sample_rate: int,
+    text: str,
+    *,
+    durations: Sequence[float] | np.ndarray | None = None,
+    tokens: np.ndarray | None = None,
+    confidences: np.ndarray | None = None,
+    token_rate: float | None = None,
+    config: CheckerConfig = CheckerConfig(),
+) -> Verdict:
+    """Check that ``audio`` says ``text``; returns a ``Verdict``.
+
+    ``durations``: expected duration in seconds of each unit (phone, word or pause) in order, e.g.
+    a duration model's prediction; it bounds the allowed pauses and the expected length.
+    ``tokens``: codec codes [Q, T] that produced the audio; ``confidences``: [T] (or [Q, T])
+    probabilities of the chosen tokens; ``token_rate``: frames per second (default: T / audio
+    duration). Raises ``AudioInputError`` for unusable audio and ``NothingToSpeakError`` when the
+    text holds no words.
+    """
+    t_start = time.perf_counter()
+    raw = _as_1d(audio)
+    pcm = to_sphinx_pcm(raw, sample_rate)  # validates shape, emptiness, finiteness and rate
+    words = text_to_words(text) if isinstance(text, str) else []
+    if not words:
+        raise NothingToSpeakError(f"nothing to check against: text {str(text)[:40]!r} holds no words")
+    x = pcm.astype(np.float32) / 32767.0
+    duration = len(x) / SAMPLE_RATE
+    exp = _durations(durations)
+    cfg = config
+    findings: list[Finding] = []
+    metrics: dict[str, float] = {"duration_s": duration, "words": float(len(words))}
+
+    # (c) signal
+    fr = sig.analyse(x, SAMPLE_RATE, active_db=cfg.active_db)
+    max_sil = cfg.max_internal_silence_s
+    if exp is not None:
+        max_sil = max(max_sil, float(exp.max()) + cfg.silence_slack_s)
+    raw_f = raw.astype(np.float64) / 32768.0 if raw.dtype == np.int16 else raw.astype(np.float64)
+    if fr.first < 0:
+        findings.append(Finding("no_speech", float("inf"), 1.0, ((0.0, duration),), "no speech found (silent audio)"))
+    else:
+        findings += [
+            sig.internal_silence(fr, max_sil),
+            sig.truncation(fr, cfg.end_margin_s, cfg.end_level_db),
+            sig.clipping(raw_f, int(sample_rate), cfg.max_clipped_fraction),
+            sig.dropouts(fr, cfg.dropout_min_s, cfg.dropout_max_s, cfg.dropout_edge_db),
+            sig.noise_bursts(fr, cfg.noise_flatness, cfg.noise_level_db, cfg.min_noise_s),
+        ]
+
+    # (d) tokens
+    if tokens is not None or confidences is not None:
+        findings += _token_findings(tokens, confidences, token_rate, duration, exp, cfg)
+    elif exp is not None:
+        findings.append(tok.check_length(duration, float(exp.sum()), cfg.max_length_ratio))
+
+    # (a) forced alignment
+    al = align(x, SAMPLE_RATE, words) if fr.first >= 0 else None
+    low: frozenset[int] = frozenset()
+    squeezed: frozenset[int] = frozenset()
+    if al is None:
+        if fr.first >= 0:
+            findings.append(speech.alignment_failed(duration))
+    else:
+        rep = speech.check_alignment(al, fr, cfg)
+        findings += rep.findings
+        low, squeezed = rep.low_words, rep.squeezed
+        metrics["squeezed_words"] = float(len(squeezed))
+        metrics["unaligned_words"] = float(len(al.unaligned))
+
+    # (b) ASR, always or only when something else is borderline
+    worst = max((f.badness for f in findings), default=0.0)
+    run_asr = cfg.asr == "always" or (cfg.asr == "borderline" and cfg.asr_borderline <= worst < 1.0)
+    unheard: frozenset[int] = frozenset()
+    if run_asr and fr.first >= 0:
+        asr = speech.check_asr(words, recognize_words(x, SAMPLE_RATE), duration, al, cfg)
+        findings += asr.findings
+        unheard = asr.unheard
+    metrics["asr_ran"] = float(run_asr and fr.first >= 0)
+
+    for f in findings:
+        metrics[f.name] = f.value
+        metrics.update({f"{f.name}_{k}": v for k, v in f.extra.items()})
+    failed = sorted((f for f in findings if f.failed), key=lambda f: -f.badness)
+    worst = max((f.badness for f in findings), default=0.0)
+    metrics["check_seconds"] = time.perf_counter() - t_start
+    metrics["rtf"] = metrics["check_seconds"] / max(duration, 1e-9)
+
+    word_results = _word_results(words, al, low, squeezed, unheard)
+    spans = [s for f in failed for s in f.spans]
+    return Verdict(
+        passed=not failed,
+        score=score_from_badness(worst),
+        reasons=[f.reason for f in failed],
+        words=word_results,
+        metrics=metrics,
+        bad_spans=merge_spans(spans, duration),
+        failed=[f.name for f in failed],
+    )
+
+
+def _token_findings(tokens: np.ndarray | None, confidences: np.ndarray | None, token_rate: float | None,
+                    duration: float, exp: np.ndarray | None, cfg: CheckerConfig) -> list[Finding]:
+    out: list[Finding] = []
+    codes = tok.as_codes(tokens) if tokens is not None else None
+    n_frames = codes.shape[1] if codes is not None else int(np.asarray(confidences).shape[-1])
+    rate = float(token_rate) if token_rate is not None else n_frames / duration
+    if not rate > 0:
+        raise AudioInputError(f"token_rate must be > 0, got {token_rate!r}")
+    if codes is not None:
+        out.append(tok.check_repetition(codes, rate, cfg.repetition_n, cfg.repetition_window_s,
+                                        cfg.max_repetition_ratio))
+    if confidences is not None:
+        conf = np.asarray(confidences.detach().cpu().numpy() if hasattr(confidences, "detach") else confidences)
+        out.append(tok.check_confidence(conf, rate, cfg.confidence_floor, cfg.max_low_confidence))
+    if exp is not None:
+        out.append(tok.check_length(n_frames / rate, float(exp.sum()), cfg.max_length_ratio))
+    return out
+
+
+def _word_results(words: list[str], al: object, low: frozenset[int], squeezed: frozenset[int],
+                  unheard: frozenset[int]) -> list[WordResult]:
+    spans = {w.index: w for w in al.words} if al is not None else {}  # type: ignore[attr-defined]
+    unaligned = set(al.unaligned) if al is not None else set()  # type: ignore[attr-defined]
+    out = []
+    for i, word in enumerate(words):
+        issues = tuple(name for name, hit in (("unaligned", i in unaligned), ("squeezed", i in squeezed),
+                                               ("low_score", i in low), ("unheard", i in unheard)) if hit)
+        w = spans.get(i)
+        out.append(WordResult(word, i, w.start if w else None, w.end if w else None,
+                              round(w.frame_score, 2) if w else None, issues))
+    return out
