@@ -19,7 +19,17 @@ __all__ = [
 # The facade lives in audiopd.pipeline, which imports torch; importing it lazily keeps
 # `import audiopd` (and the CLI's --help) light.
 _LAZY = {"load": "audiopd.pipeline", "Synthesizer": "audiopd.pipeline", "Result": "audiopd.pipeline",
-         "check": "audiopd.pipeline", "SynthesisConfig": "audiopd.pipeline"}
+         "SynthesisConfig": "audiopd.pipeline"}
+
+
+def check(audio, sample_rate: int, text: str, **kwargs):
+    """Does ``audio`` say ``text``? A thin wrapper on ``audiopd.checker.score`` returning its ``Verdict``.
+
+    Defined here rather than in audiopd.pipeline so checking audio never imports torch.
+    """
+    from audiopd.checker import score  # lazy: pocketsphinx loads its models on first use
+
+    return score(audio, sample_rate, text, **kwargs)
 
 
 def __getattr__(name: str):

@@ -299,7 +299,7 @@ def cmd_say(args: argparse.Namespace) -> int:
         _check_writable_dir(target.parent)
     text = _read_text(args.text)
 
-    from audiopd.pipeline import report_json
+    from audiopd.render.report import report_json
 
     tts, speaker = _load_voice(args.voice)
     result = tts.synthesize(text, voice=speaker, mode=args.mode, steps=args.steps, seed=args.seed,
@@ -339,8 +339,7 @@ def _check_args(p: argparse.ArgumentParser) -> None:
 def cmd_check(args: argparse.Namespace) -> int:
     import audiopd
     from audiopd.audio import read_audio
-    from audiopd.pipeline import report_json
-    from audiopd.render.auto import verdict_to_dict
+    from audiopd.render.report import report_json, verdict_to_dict
     from audiopd.text import phonemize
 
     phonemize(args.text)  # unspeakable reference text is bad input (exit 2), not a failed check

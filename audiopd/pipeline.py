@@ -14,7 +14,6 @@ chunk and escalates only the failing ones (audiopd.render.auto); the report list
 from __future__ import annotations
 
 import inspect
-import json
 import secrets
 import time
 from collections.abc import Sequence
@@ -25,6 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from audiopd import check  # noqa: F401  (the facade's check; torch-free, lives in audiopd/__init__)
 from audiopd.codec.base import Codec
 from audiopd.decoding.parallel import ParallelConfig
 from audiopd.decoding.serial import SerialConfig
@@ -32,6 +32,7 @@ from audiopd.errors import ArtifactError, AudiopdError, NothingToSpeakError
 from audiopd.render.auto import MODES, AutoConfig, Checker, Item, Renderer
 from audiopd.render.cost import CostModel, calibrate
 from audiopd.render.join import JoinConfig, join_chunks
+from audiopd.render.report import report_json  # noqa: F401  (re-exported for callers of the facade)
 from audiopd.render.timestamps import WordTime, word_times
 
 DEFAULT_VOICE = "default"
@@ -85,30 +86,20 @@ class Result:
         return write_audio(path, self.audio, self.sample_rate)
 
 
-def check(audio: np.ndarray, sample_rate: int, text: str, **kwargs: Any) -> Any:
-    """Score ``audio`` against the ``text`` it should say; a thin wrapper on ``audiopd.checker.score``."""
-    from audiopd.checker import score  # lazy: pocketsphinx is slow to import
-
-    return score(audio, sample_rate, text, **kwargs)
-
-
 def default_checker() -> Checker:
-    """``audiopd.checker.score`` adapted to the renderer's call (passes what the checker accepts)."""
+    """``audiopd.checker.score`` adapted to the renderer's call.
+
+    The renderer hands over everything it knows: per-token expected durations in seconds (from the
+    duration predictor), the codes [Q, T], level-0 confidences [T] and the frame rate.
+    """
     from audiopd.checker import score
 
     params = inspect.signature(score).parameters
 
     def run(audio: np.ndarray, sample_rate: int, text: str, *, durations_s: np.ndarray, tokens: np.ndarray,
-            confidence: np.ndarray) -> Any:
-        kwargs: dict[str, Any] = {}
-        if "durations" in params:
-            kwargs["durations"] = durations_s
-        if "tokens" in params:
-            kwargs["tokens"] = tokens
-        for name in ("confidence", "confidences"):
-            if name in params:
-                kwargs[name] = confidence
-        return score(audio, sample_rate, text, **kwargs)
+            confidence: np.ndarray, token_rate: float) -> Any:
+        given = {"durations": durations_s, "tokens": tokens, "confidences": confidence, "token_rate": token_rate}
+        return score(audio, sample_rate, text, **{k: v for k, v in given.items() if k in params})
 
     return run
 
@@ -353,20 +344,3 @@ def load(voice: str | Path | Any | None = None, *, codec: str | Path | Codec | N
     elif not isinstance(codec, Codec):
         codec = load_codec(str(codec))
     return Synthesizer(model, codec, config=config)
-
-
-def report_json(report: dict[str, Any]) -> str:
-    """The report as JSON (numpy scalars/arrays and tuples made plain)."""
-
-    def plain(obj: Any) -> Any:
-        if isinstance(obj, np.generic):
-            return obj.item()
-        if isinstance(obj, np.ndarray):
-            return obj.tolist()
-        if isinstance(obj, (set, frozenset)):
-            return sorted(obj)
-        if hasattr(obj, "to_dict"):
-            return obj.to_dict()
-        raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
-
-    return json.dumps(report, indent=2, default=plain) + "\n"

@@ -11,6 +11,8 @@ from __future__ import annotations
 import io
 import json
 import math
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -291,3 +293,32 @@ def test_check_exit_codes(tmp_path, capsys, monkeypatch, passed: bool, rc: int) 
 def test_check_bad_input_exits_2(tmp_path, capsys, argv, needle) -> None:
     sf.write(str(tmp_path / "a.wav"), np.zeros(800, np.float32), SR)
     _one_line_error(capsys, main([a.format(d=tmp_path) for a in argv]), needle)
+
+
+# ------------------------------------------------------------------------------- with the real checker
+needs_flite = pytest.mark.skipif(shutil.which("flite") is None, reason="Debian flite is not installed (make deps)")
+
+
+@pytest.mark.slow  # pocketsphinx start-up + two checks: 5-7 s here
+@needs_flite
+def test_check_command_on_real_speech(tmp_path, capsys) -> None:
+    wav = tmp_path / "fox.wav"
+    text = "The quick brown fox jumps over the lazy dog."
+    subprocess.run(["flite", "-voice", "rms", "-t", text, "-o", str(wav)], check=True)
+    assert main(["check", str(wav), "--text", text]) == 0
+    assert capsys.readouterr().out.startswith("PASS")
+    assert main(["check", str(wav), "--text", "A completely different sentence about rain in Spain."]) == 1
+    assert capsys.readouterr().out.startswith("FAIL")
+
+
+@pytest.mark.slow  # four checked attempts: ~9 s here
+def test_auto_mode_with_the_real_checker_never_delivers_a_failure_silently(tts) -> None:
+    # The untrained voice speaks shaped noise: every attempt must fail, all of them reported.
+    res = tts.synthesize("Good morning, everyone.", seed=0)
+    attempts = res.report["attempts"]
+    assert attempts[0]["mode"] == "parallel" and attempts[-1]["mode"] == "serial"
+    assert all(a["passed"] is False and a["reasons"] for a in attempts)
+    verdict = res.report["check"]
+    assert verdict["passed"] is False and verdict["reasons"]
+    assert verdict["score"] == max(a["score"] for a in attempts)
+    assert res.report["warnings"] == []

@@ -37,12 +37,13 @@ from audiopd.decoding.refine import fine_level_groups
 from audiopd.decoding.serial import SerialConfig, decode_serial
 from audiopd.model.encoder import FrameCondition
 from audiopd.render.cost import PARALLEL, SERIAL, CostModel, choose_path, estimate_parallel_s, estimate_serial_s
+from audiopd.render.report import verdict_to_dict
 
 FULL = "full"
 REPAIR = "repair"
 MODES = ("auto", PARALLEL, SERIAL)
 
-# checker(audio, sample_rate, text, durations_s=..., tokens=..., confidence=...) -> verdict
+# checker(audio, sample_rate, text, durations_s=..., tokens=..., confidence=..., token_rate=...) -> verdict
 Checker = Callable[..., Any]
 
 
@@ -154,24 +155,6 @@ class Item:
         return self.attempts[max(range(len(key)), key=lambda i: (key[i], -i))]
 
 
-def verdict_to_dict(verdict: Any) -> dict[str, Any]:
-    """A checker verdict (object with to_dict(), dataclass or mapping) -> plain dict for reports."""
-    if hasattr(verdict, "to_dict"):
-        d = dict(verdict.to_dict())
-    elif dataclasses.is_dataclass(verdict):
-        d = dataclasses.asdict(verdict)
-    elif isinstance(verdict, dict):
-        d = dict(verdict)
-    else:
-        raise TypeError(f"checker returned {type(verdict).__name__}, not a verdict")
-    d["passed"] = bool(d.get("passed", getattr(verdict, "passed", False)))
-    d["score"] = float(d.get("score", getattr(verdict, "score", 0.0)))
-    d["reasons"] = [str(r) for r in d.get("reasons", getattr(verdict, "reasons", []))]
-    spans = d.get("bad_spans", getattr(verdict, "bad_spans", [])) or []
-    d["bad_spans"] = [(float(a), float(b)) for a, b in spans]
-    return d
-
-
 def select(cond: FrameCondition, rows: Sequence[int]) -> FrameCondition:
     """The condition of a subset of items, trimmed to their longest length (same tensors, no re-encoding)."""
     idx = torch.as_tensor(list(rows), dtype=torch.long)
@@ -218,14 +201,22 @@ class Renderer:
         self.frame_rate = float(codec.frame_rate)
         self.sample_rate = int(codec.sample_rate)
         self._runs = 0
+        # Measured checker cost (seconds per second of audio checked): on a CPU the checker's
+        # alignment + ASR can cost more than decoding, so deadlines must count it.
+        self._check_s = 0.0
+        self._checked_audio_s = 0.0
 
     def fine_passes(self) -> int:
         return len(fine_level_groups(self.model.num_codebooks, self.parallel.fine_passes))
 
-    def estimate_s(self, stage: Stage, frames: int, batch: int) -> float:
+    def estimate_s(self, stage: Stage, frames: int, batch: int, audio_s: float = 0.0) -> float:
+        """Predicted seconds for a stage: decoding (cost model) + checking ``audio_s`` seconds of audio."""
         if stage.mode == SERIAL:
-            return estimate_serial_s(self.cost, frames, batch, self.fine_passes())
-        return estimate_parallel_s(self.cost, frames, batch, stage.steps or 1, self.fine_passes())
+            decode = estimate_serial_s(self.cost, frames, batch, self.fine_passes())
+        else:
+            decode = estimate_parallel_s(self.cost, frames, batch, stage.steps or 1, self.fine_passes())
+        per_audio_s = self._check_s / self._checked_audio_s if self._checked_audio_s > 0 else 0.0
+        return decode + per_audio_s * audio_s
 
     def render_group(self, items: list[Item], cond: FrameCondition, *, mode: str, steps: int | None, seed: int,
                      group: int, checking: bool, deadline: float | None) -> GroupOutcome:
@@ -248,7 +239,9 @@ class Renderer:
                 if not rows:
                     continue
                 frames = max(items[i].frames for i in rows)
-                if deadline is not None and time.perf_counter() + self.estimate_s(stage, frames, len(rows)) > deadline:
+                audio_s = sum(items[i].frames for i in rows) / self.frame_rate
+                if deadline is not None and time.perf_counter() + self.estimate_s(stage, frames, len(rows),
+                                                                                  audio_s) > deadline:
                     exhausted = True
                     break
             run, passes = self._run_stage(stage, items, rows, cond, seed=_seed_for(seed, group, s), checking=checking)
@@ -289,7 +282,12 @@ class Renderer:
             n = it.frames
             codes_i, conf_i = res.codes[j, :, :n].clone(), res.confidence[j, :n].clone()
             audio = self.to_audio(codes_i)
-            verdict = self.check(audio, it, codes_i, conf_i) if checking else None
+            verdict = None
+            if checking:
+                t2 = time.perf_counter()
+                verdict = self.check(audio, it, codes_i, conf_i)
+                self._check_s += time.perf_counter() - t2
+                self._checked_audio_s += n / self.frame_rate
             it.attempts.append(Attempt(mode=stage.mode, kind=stage.kind, max_steps=stage.steps, steps=level0,
                                        forward_passes=res.stats.forward_passes,
                                        seconds=decode_s + time.perf_counter() - t1, run=run, codes=codes_i,
@@ -313,5 +311,6 @@ class Renderer:
             raise RuntimeError("checking was requested without a checker")
         durations_s = item.durations / self.frame_rate
         verdict = self.checker(audio, self.sample_rate, item.text, durations_s=durations_s,
-                               tokens=codes.cpu().numpy(), confidence=confidence.cpu().numpy())
+                               tokens=codes.cpu().numpy(), confidence=confidence.cpu().numpy(),
+                               token_rate=self.frame_rate)
         return verdict_to_dict(verdict)

@@ -30,9 +30,9 @@ from audiopd.render.auto import (
     plan_stages,
     select,
     span_frames,
-    verdict_to_dict,
 )
 from audiopd.render.cost import PARALLEL, SERIAL, CostModel
+from audiopd.render.report import verdict_to_dict
 
 P, S = PARALLEL, SERIAL
 AUTO = AutoConfig(first_steps=4, escalate_steps=12)
@@ -103,9 +103,10 @@ class ScriptedChecker:
     def __init__(self, script: list[tuple[bool, float, list[tuple[float, float]]]]) -> None:
         self.script, self.calls = list(script), []
 
-    def __call__(self, audio, sample_rate, text, *, durations_s, tokens, confidence):
+    def __call__(self, audio, sample_rate, text, *, durations_s, tokens, confidence, token_rate):
         self.calls.append({"samples": audio.size, "text": text, "frames": tokens.shape[1],
-                           "expected_s": float(np.sum(durations_s))})
+                           "expected_s": float(np.sum(durations_s)), "rate": token_rate,
+                           "confident": bool(np.all((confidence > 0) & (confidence <= 1)))})
         passed, score, spans = self.script[min(len(self.calls), len(self.script)) - 1]
         return {"passed": passed, "score": score, "reasons": [] if passed else [f"stub failure {len(self.calls)}"],
                 "bad_spans": spans}
@@ -141,8 +142,8 @@ def test_always_failing_item_walks_the_whole_ladder_and_gets_its_best_attempt(mo
     assert it.best() is it.attempts[1]  # highest score, though it never passed
     assert it.best().passed is False
     # The checker saw the whole item each time: 60 frames = 0.6 s = 9600 samples, and its own text.
-    assert all(c == {"samples": 9600, "text": "item 0", "frames": 60, "expected_s": pytest.approx(0.6)}
-               for c in checker.calls)
+    assert all(c == {"samples": 9600, "text": "item 0", "frames": 60, "expected_s": pytest.approx(0.6),
+                     "rate": 100.0, "confident": True} for c in checker.calls)
     # Span repair re-predicted only the flagged span (0.1-0.2 s widened by 0.08 s = frames 2..28).
     first, repair = it.attempts[0], it.attempts[1]
     outside = ~torch.from_numpy(span_frames([(0.1, 0.2)], 100.0, 60, AUTO.repair_margin_s))
@@ -206,3 +207,17 @@ def test_audio_has_exactly_the_frames_worth_of_samples(model) -> None:
     codes = torch.randint(0, CARD, (Q, 37))
     audio = r.to_audio(codes)
     assert audio.dtype == np.float32 and audio.shape == (37 * 160,) and math.isfinite(float(np.abs(audio).max()))
+
+
+def test_deadline_estimate_counts_the_measured_checker_cost(model) -> None:
+    def slow_checker(audio, sr, text, **kw):
+        time.sleep(0.05)
+        return {"passed": False, "score": 0.1, "reasons": ["x"], "bad_spans": []}
+
+    r, items, cond = _setup(model, [50], slow_checker)
+    stage = Stage(P, FULL, 4)
+    before = r.estimate_s(stage, 50, 1, audio_s=0.5)
+    r.render_group(items, cond, mode="parallel", steps=4, seed=0, group=0, checking=True, deadline=None)
+    # >= 0.05 s of checking per 0.5 s of audio now adds >= 0.05 s to a stage over 0.5 s of audio
+    # (the upper bound only allows for a loaded machine oversleeping).
+    assert 0.045 <= r.estimate_s(stage, 50, 1, audio_s=0.5) - before < 0.5
