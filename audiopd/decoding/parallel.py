@@ -91,13 +91,15 @@ def decode_level0(model, cond: FrameCondition, codes: Tensor, region: Tensor, cf
         stats.forward_passes += 1
         steps += 1
         temp = annealed_temperature(k, k_max, cfg.sampling.temperature, cfg.final_temperature)
+        # Sample only the still-masked rows: filtering (top-p sorts 1024-way rows) and drawing are the
+        # costliest non-network work per step, and late steps have few masked rows left.
+        rows = logits[still]  # [N, C]
         history = None
         if cfg.sampling.ras_window > 0:
-            history = _history(inp[:, 0], ~still & cond.frame_mask, cfg.sampling.ras_window)
-        sampled = sample(logits, cfg.sampling, generator, history=history, temperature=temp)
-        p = confidence_of(logits, sampled)
-        cand = torch.where(still, sampled, inp[:, 0])
-        cand_conf = torch.where(still, p, confidence)
+            history = _history(inp[:, 0], ~still & cond.frame_mask, cfg.sampling.ras_window)[still]
+        drawn = sample(rows, cfg.sampling, generator, history=history, temperature=temp)
+        cand = inp[:, 0].masked_scatter(still, drawn)
+        cand_conf = confidence.masked_scatter(still, confidence_of(rows, drawn))
         # Ranking score: log-confidence + annealed Gumbel noise (MaskGIT); committed tokens are kept
         # unless re-masking is on and they are below remask_below.
         score = cand_conf.clamp(min=1e-12).log()

@@ -46,19 +46,41 @@ def filter_logits(logits: Tensor, top_k: int = 0, top_p: float = 1.0) -> Tensor:
         kth = out.topk(top_k, dim=-1).values[..., -1:]
         out = out.masked_fill(out < kth, float("-inf"))
     if top_p < 1.0:
-        sorted_logits, order = out.sort(dim=-1, descending=True)
-        probs = sorted_logits.softmax(-1)
-        # Mass strictly before each token: keep a token while the mass before it is < top_p.
-        before = probs.cumsum(-1) - probs
-        drop_sorted = before >= top_p
-        drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
-        out = out.masked_fill(drop, float("-inf"))
+        out = _nucleus(out, top_p)
     return out
 
 
+def _nucleus(logits: Tensor, top_p: float, first: int = 64) -> Tensor:
+    """Top-p filter. Sorting 1024-way rows dominates sampling cost, so rows are first cut to their
+    ``first`` best tokens (topk); only rows whose nucleus is not inside that cut get a full sort.
+    The result is exactly the full-sort nucleus."""
+    c = logits.shape[-1]
+    flat = logits.reshape(-1, c)
+    probs = flat.softmax(-1)
+    k = min(first, c)
+    top_p_vals, order = probs.topk(k, dim=-1)  # sorted, descending
+    before = top_p_vals.cumsum(-1) - top_p_vals
+    keep_sorted = before < top_p
+    # A row is resolved when its cut already reaches mass top_p (or the cut is the whole row).
+    resolved = (top_p_vals.sum(-1) >= top_p) | (k == c)
+    keep = torch.zeros_like(flat, dtype=torch.bool).scatter(-1, order, keep_sorted & resolved[:, None])
+    rest = (~resolved).nonzero().squeeze(-1)
+    if rest.numel():
+        p_sorted, full_order = probs[rest].sort(-1, descending=True)
+        keep_rest = (p_sorted.cumsum(-1) - p_sorted) < top_p
+        keep[rest] = torch.zeros_like(keep_rest).scatter(-1, full_order, keep_rest)
+    return flat.masked_fill(~keep, float("-inf")).reshape(logits.shape)
+
+
 def _draw(logits: Tensor, generator: torch.Generator | None) -> Tensor:
-    flat = logits.reshape(-1, logits.shape[-1]).float().softmax(-1)
-    return torch.multinomial(flat, 1, generator=generator).reshape(logits.shape[:-1])
+    """One categorical draw per row by the Gumbel-max trick: argmax(logits + Gumbel noise).
+
+    Exact sampling from softmax(logits), and several times cheaper than softmax + multinomial over
+    1024-way rows on CPU. Rows filtered to -inf stay impossible.
+    """
+    u = torch.rand(logits.shape, generator=generator, dtype=torch.float32)
+    u = u.to(logits.device).clamp_(1e-10, 1.0 - 1e-7)
+    return (logits.float() - torch.log(-torch.log(u))).argmax(-1)
 
 
 def sample(logits: Tensor, cfg: SamplingConfig, generator: torch.Generator | None = None,

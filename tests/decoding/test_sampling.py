@@ -32,6 +32,15 @@ def test_top_p_is_smallest_nucleus() -> None:
     assert (filter_logits(probs.log(), top_p=1e-6) > float("-inf")).sum(-1).tolist() == [1, 1]
 
 
+@pytest.mark.parametrize("scale", [0.1, 1.0, 8.0])  # flat rows need the full-sort path, peaked ones don't
+def test_top_p_matches_reference_full_sort(scale: float) -> None:
+    logits = torch.randn(50, 300) * scale
+    ref_p, order = logits.softmax(-1).sort(-1, descending=True)
+    keep_sorted = (ref_p.cumsum(-1) - ref_p) < 0.9
+    ref = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
+    assert torch.equal(filter_logits(logits, top_p=0.9) > float("-inf"), ref)
+
+
 def test_samples_stay_inside_filter() -> None:
     logits = torch.randn(200, 30)
     gen = torch.Generator().manual_seed(0)
