@@ -232,8 +232,8 @@ def _say_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("text", nargs="*", metavar="TEXT",
                    help="text to speak (several arguments are joined); '-' reads stdin")
     p.add_argument("-o", "--output", required=True, metavar="OUT.wav", help="WAV file to write")
-    p.add_argument("--voice", default=None, help="voice artifact name or directory (default: default), or "
-                   "VOICE:SPEAKER to pick a speaker of a multi-speaker voice")
+    p.add_argument("--voice", default=None, help="voice artifact name or directory (default: default), a "
+                   "speaker of the default voice, or VOICE:SPEAKER")
     p.add_argument("--mode", choices=("auto", "parallel", "serial"), default="auto",
                    help="decoding path; auto checks the output and escalates on failure (default: auto)")
     p.add_argument("--steps", type=int, default=None, metavar="K", help="level-0 step budget of parallel decoding")

@@ -35,6 +35,7 @@ import torch
 from audiopd.decoding.parallel import ParallelConfig, decode_parallel
 from audiopd.decoding.refine import fine_level_groups
 from audiopd.decoding.serial import SerialConfig, decode_serial
+from audiopd.errors import AudiopdError
 from audiopd.model.encoder import FrameCondition
 from audiopd.render.cost import PARALLEL, SERIAL, CostModel, choose_path, estimate_parallel_s, estimate_serial_s
 from audiopd.render.report import verdict_to_dict
@@ -310,7 +311,13 @@ class Renderer:
         if self.checker is None:
             raise RuntimeError("checking was requested without a checker")
         durations_s = item.durations / self.frame_rate
-        verdict = self.checker(audio, self.sample_rate, item.text, durations_s=durations_s,
-                               tokens=codes.cpu().numpy(), confidence=confidence.cpu().numpy(),
-                               token_rate=self.frame_rate)
+        try:
+            verdict = self.checker(audio, self.sample_rate, item.text, durations_s=durations_s,
+                                   tokens=codes.cpu().numpy(), confidence=confidence.cpu().numpy(),
+                                   token_rate=self.frame_rate)
+        except AudiopdError as exc:
+            # Audio the checker cannot even score is a failed attempt (so auto mode escalates), not a
+            # crash of the whole request, and certainly not a pass.
+            return {"passed": False, "score": 0.0, "reasons": [f"checker could not score the audio: {exc}"],
+                    "bad_spans": []}
         return verdict_to_dict(verdict)

@@ -221,3 +221,15 @@ def test_deadline_estimate_counts_the_measured_checker_cost(model) -> None:
     # >= 0.05 s of checking per 0.5 s of audio now adds >= 0.05 s to a stage over 0.5 s of audio
     # (the upper bound only allows for a loaded machine oversleeping).
     assert 0.045 <= r.estimate_s(stage, 50, 1, audio_s=0.5) - before < 0.5
+
+
+def test_a_checker_error_is_a_failed_attempt_not_a_crash(model) -> None:
+    from audiopd.errors import AudioInputError
+
+    def broken(audio, sr, text, **kw):
+        raise AudioInputError("audio is silent")
+
+    r, items, cond = _setup(model, [30], broken)
+    r.render_group(items, cond, mode="auto", steps=None, seed=0, group=0, checking=True, deadline=None)
+    assert _modes(items[0]) == [(P, FULL), (P, FULL), (S, FULL)]  # no spans to repair
+    assert all(a.passed is False and "audio is silent" in a.verdict["reasons"][0] for a in items[0].attempts)
