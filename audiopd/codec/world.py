@@ -43,8 +43,8 @@ class WorldCodecConfig:
     f0_ceil: float = 500.0
     f0_bins: int = 127  # voiced bins on a log grid; token 0 = unvoiced
     energy_bins: int = 8
-    energy_min: float = -12.0  # c0 range mapped onto the energy bins (values outside are clamped)
-    energy_max: float = 2.0
+    energy_min: float = -20.0  # c0 range mapped onto the energy bins (values outside are clamped)
+    energy_max: float = -6.0
     mcep_dims: int = 40
     ap_band_edges_hz: tuple[float, ...] = (0.0, 1000.0, 2000.0, 4000.0, 6000.0, 8000.0)
     ap_weight: float = 0.05  # scale of aperiodicity dB inside the VQ vector (mcep units ~ 0.05 x dB)

@@ -1,0 +1,184 @@
+"""Codec round-trip evaluation: levels used vs ASR WER, F0 error, mel-cepstral distortion, PESQ-wb, speed.
+
+``python -m audiopd.eval.codec_eval --data data --codec world16k --levels 1,2,4,8 --limit 160``
+evaluates on the corpus's held-out ``test`` split (sentences never used to fit the codec) and prints a
+markdown table. WER is pocketsphinx's against the sentence text, for the originals and for each level count.
+F0 error compares Harvest F0 of the decoded audio with Harvest F0 of the original, in cents, on frames voiced
+in both (so it measures the whole round trip, not only the quantiser).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from audiopd.codec import Codec, load_codec
+
+
+@dataclass
+class RoundTripStats:
+    levels: int
+    refs: list[list[str]] = field(default_factory=list)
+    hyps: list[list[str]] = field(default_factory=list)
+    f0_cents: list[np.ndarray] = field(default_factory=list)
+    vuv_errors: int = 0
+    vuv_frames: int = 0
+    mcd: list[float] = field(default_factory=list)
+    pesq: list[float] = field(default_factory=list)
+    decode_seconds: float = 0.0
+    audio_seconds: float = 0.0
+
+    def summary(self) -> dict:
+        from audiopd.eval.wer import wer
+
+        cents = np.concatenate(self.f0_cents) if self.f0_cents else np.zeros(0)
+        return {
+            "levels": self.levels,
+            "wer": round(100 * wer(self.refs, self.hyps), 2),
+            "f0_mean_abs_cents": round(float(np.mean(np.abs(cents))), 1) if cents.size else None,
+            "f0_median_abs_cents": round(float(np.median(np.abs(cents))), 1) if cents.size else None,
+            "vuv_error_pct": round(100 * self.vuv_errors / max(1, self.vuv_frames), 2),
+            "mcd_db": round(float(np.mean(self.mcd)), 3) if self.mcd else None,
+            "pesq_wb": round(float(np.mean(self.pesq)), 3) if self.pesq else None,
+            "decode_x_realtime": round(self.audio_seconds / max(1e-9, self.decode_seconds), 1),
+        }
+
+
+def harvest_f0(audio: np.ndarray, sr: int) -> np.ndarray:
+    import pyworld as pw
+
+    f0, _ = pw.harvest(audio.astype(np.float64), sr, f0_floor=60.0, f0_ceil=500.0, frame_period=10.0)
+    return f0
+
+
+def f0_errors(ref: np.ndarray, hyp: np.ndarray) -> tuple[np.ndarray, int, int]:
+    """Cents errors on frames voiced in both, and voicing-decision errors over all frames."""
+    n = min(len(ref), len(hyp))
+    ref, hyp = ref[:n], hyp[:n]
+    both = (ref > 0) & (hyp > 0)
+    cents = 1200.0 * np.log2(hyp[both] / ref[both])
+    return cents, int(((ref > 0) != (hyp > 0)).sum()), n
+
+
+def mel_cepstral_distortion(ref: np.ndarray, hyp: np.ndarray) -> float:
+    """MCD in dB over frames, c0 excluded (Kubichek 1993), on WORLD's coded (mel-cepstral) envelope."""
+    n = min(len(ref), len(hyp))
+    diff = ref[:n, 1:] - hyp[:n, 1:]
+    return float(np.mean((10.0 / np.log(10.0)) * np.sqrt(2.0 * (diff**2).sum(axis=1))))
+
+
+def pesq_wb(ref: np.ndarray, deg: np.ndarray, sr: int) -> float | None:
+    try:
+        from pesq import pesq
+    except ImportError:  # optional tool: the table says "n/a" without it
+        return None
+    n = min(len(ref), len(deg))
+    try:
+        return float(pesq(sr, ref[:n], deg[:n], "wb"))
+    except Exception:
+        return None
+
+
+def evaluate(
+    codec: Codec,
+    items: list[tuple[np.ndarray, str]],
+    levels: list[int],
+    *,
+    with_pesq: bool = True,
+) -> tuple[dict, list[dict]]:
+    """Round-trip ``items`` (audio, text) through ``codec`` for each level count; return (original, rows)."""
+    from audiopd.checker.sphinx import recognize
+    from audiopd.eval.wer import text_to_words
+
+    sr = codec.sample_rate
+    orig_refs, orig_hyps = [], []
+    stats = {q: RoundTripStats(levels=q) for q in levels}
+    analysis = getattr(codec, "decode_features", None)
+    for audio, text in items:
+        ref_words = text_to_words(text)
+        orig_refs.append(ref_words)
+        orig_hyps.append(text_to_words(recognize(audio, sr)))
+        f0_ref = harvest_f0(audio, sr)
+        codes = codec.encode(audio)
+        ref_mcep = None
+        if analysis is not None:
+            from audiopd.codec.world import analyze
+
+            ref_mcep = analyze(audio, codec.cfg).mcep  # type: ignore[attr-defined]
+        for q in levels:
+            st = stats[q]
+            t = time.perf_counter()
+            y = codec.decode(codes[:, :q])[0][: len(audio)]
+            st.decode_seconds += time.perf_counter() - t
+            st.audio_seconds += len(audio) / sr
+            st.refs.append(ref_words)
+            st.hyps.append(text_to_words(recognize(y, sr)))
+            cents, vuv_err, n = f0_errors(f0_ref, harvest_f0(y, sr))
+            st.f0_cents.append(cents)
+            st.vuv_errors += vuv_err
+            st.vuv_frames += n
+            if ref_mcep is not None:
+                st.mcd.append(mel_cepstral_distortion(ref_mcep, codec.decode_features(codes[0, :q]).mcep))
+            if with_pesq:
+                p = pesq_wb(audio, y, sr)
+                if p is not None:
+                    st.pesq.append(p)
+    from audiopd.eval.wer import wer
+
+    original = {"levels": "original", "wer": round(100 * wer(orig_refs, orig_hyps), 2)}
+    return original, [stats[q].summary() for q in levels]
+
+
+def markdown_table(original: dict, rows: list[dict]) -> str:
+    cols = ["levels", "wer", "f0_mean_abs_cents", "f0_median_abs_cents", "vuv_error_pct", "mcd_db", "pesq_wb",
+            "decode_x_realtime"]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in [original, *rows]:
+        lines.append("| " + " | ".join("" if r.get(c) is None else str(r.get(c)) for c in cols) + " |")
+    return "\n".join(lines)
+
+
+def load_test_items(data: Path, limit: int, voices: list[str] | None = None) -> list[tuple[np.ndarray, str, str]]:
+    from audiopd.audio import read_audio
+
+    rows = []
+    with open(data / "corpus" / "manifest.jsonl", encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            if r["split"] == "test" and (voices is None or r["voice"] in voices):
+                rows.append(r)
+    # Interleave voices so a limit still covers every voice.
+    rows.sort(key=lambda r: (r["id"], r["voice"]))
+    rows = rows[:limit]
+    return [(read_audio(data / r["wav"])[0], r["text"], r["voice"]) for r in rows]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data", default="data")
+    p.add_argument("--codec", default="world16k")
+    p.add_argument("--levels", default="1,2,4,8")
+    p.add_argument("--limit", type=int, default=160)
+    p.add_argument("--no-pesq", action="store_true")
+    p.add_argument("--json", help="also write the figures to this JSON file")
+    args = p.parse_args(argv)
+    codec = load_codec(args.codec)
+    items = load_test_items(Path(args.data), args.limit)
+    levels = [int(x) for x in args.levels.split(",")]
+    t = time.time()
+    original, rows = evaluate(codec, [(a, txt) for a, txt, _ in items], levels, with_pesq=not args.no_pesq)
+    print(f"{len(items)} held-out utterances, {sum(len(a) for a, _, _ in items) / codec.sample_rate:.0f} s audio, "
+          f"codec {codec.name}, {time.time() - t:.0f} s")
+    print(markdown_table(original, rows))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"original": original, "rows": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,79 @@
+"""Stage 06: quantise every utterance with the fitted codec and write versioned token shards.
+
+Reads stage 04's cached WORLD features and stage 03's per-token durations (seconds), loads the codec fitted by
+stage 05 (codecs/<codec>/, checksums verified), and writes DATA/tokens/<codec>/<split>-NNN.safetensors in the
+shard format of audiopd.train.shards (codes [Q, T], phoneme ids, frames per token, speaker ids). Token
+durations in seconds become frame counts by rounding the cumulative boundaries, so they sum exactly to T and
+rounding errors never accumulate along an utterance.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import corpus_common as cc  # noqa: E402
+
+STAGE = "06"
+
+
+def frames_per_token(durations_s: list[float], frame_rate: float, num_frames: int) -> np.ndarray:
+    """Seconds per token -> integer frames per token summing to ``num_frames`` (cumulative rounding)."""
+    ends = np.rint(np.cumsum(durations_s) * frame_rate).astype(np.int64)
+    ends = np.clip(ends, 0, num_frames)
+    ends[-1] = num_frames
+    return np.diff(np.concatenate([[0], ends])).astype(np.int64)
+
+
+def main(argv: list[str] | None = None) -> int:
+    def extra(p):
+        p.add_argument("--codec", default="world16k")
+        p.add_argument("--per-shard", type=int, default=2000, help="utterances per shard")
+
+    args = cc.stage_args(__doc__.splitlines()[0], argv, extra)
+    stage = f"{STAGE}-{args.codec}"
+    if cc.is_done(args.data, stage) and not args.force:
+        print(f"stage {stage} already done")
+        return 0
+    feats_mod = __import__("04_features")
+    from audiopd.codec import load_codec
+    from audiopd.text import INVENTORY_VERSION, SYMBOL_TO_ID
+    from audiopd.train.shards import ShardMeta, Utterance, write_shard
+
+    codec = load_codec(args.codec)
+    timer = cc.Timer()
+    durations = {(r["voice"], r["id"]): r for r in cc.read_jsonl(cc.corpus_dir(args.data) / "durations.jsonl")}
+    voices = list(cc.VOICES)
+    meta = ShardMeta(codec=codec.name, sample_rate=codec.sample_rate, frame_rate=codec.frame_rate,
+                     num_codebooks=codec.num_codebooks, cardinality=codec.cardinality,
+                     inventory_version=str(INVENTORY_VERSION), voices=tuple(voices))
+    out_dir = Path(args.data) / "tokens" / args.codec
+    by_split: dict[str, list] = {}
+    skipped = 0
+    for r in cc.read_jsonl(cc.corpus_dir(args.data) / "manifest.jsonl"):
+        fpath = feats_mod.feature_path(args.data, args.codec, r["voice"], r["id"])
+        d = durations.get((r["voice"], r["id"]))
+        if d is None or not fpath.is_file():
+            skipped += 1
+            continue
+        codes = codec.encode_features(feats_mod.load_features(fpath))
+        frames = frames_per_token(d["durations_s"], codec.frame_rate, codes.shape[1])
+        ids = np.array([SYMBOL_TO_ID[t] for t in d["tokens"]], dtype=np.int64)
+        by_split.setdefault(r["split"], []).append(
+            Utterance(utt_id=f"{r['voice']}/{r['id']}", speaker=voices.index(r["voice"]), phonemes=ids,
+                      durations=frames, codes=codes))
+    counts = {}
+    for split, utts in by_split.items():
+        for n, s in enumerate(range(0, len(utts), args.per_shard)):
+            write_shard(out_dir / f"{split}-{n:03d}.safetensors", utts[s : s + args.per_shard], meta)
+        counts[split] = {"utterances": len(utts), "frames": int(sum(u.num_frames for u in utts))}
+    cc.mark_done(args.data, stage, {"splits": counts, "skipped": skipped, "seconds": timer.seconds})
+    print(f"shards in {out_dir}: {counts}, skipped {skipped}, {timer.seconds} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
