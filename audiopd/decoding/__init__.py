@@ -1,5 +1,6 @@
 """audiopd.decoding: mask schedules, the shared sampler, parallel (masked) and serial decoders."""
 
+from audiopd.decoding.api import build_condition, decode, pad_ids, phone_span_to_frames
 from audiopd.decoding.parallel import ParallelConfig, decode_parallel
 from audiopd.decoding.refine import DecodeResult, DecodeStats, fine_level_groups, region_mask
 from audiopd.decoding.sampling import SamplingConfig, filter_logits, sample, token_probs
@@ -13,12 +14,16 @@ __all__ = [
     "SamplingConfig",
     "SerialConfig",
     "annealed_temperature",
+    "build_condition",
+    "decode",
     "cosine_counts",
     "decode_parallel",
     "decode_serial",
     "filter_logits",
     "fine_level_groups",
     "mask_ratio",
+    "pad_ids",
+    "phone_span_to_frames",
     "masked_after_step",
     "region_mask",
     "sample",

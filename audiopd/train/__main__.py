@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from audiopd.config import load_config
@@ -27,7 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     except AudiopdError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps(summary))
+    if os.environ.get("RANK", "0") == "0":
+        print(json.dumps(summary))
     return 0
 
 
