@@ -11,7 +11,10 @@ the schedule asks, so a confident model finishes in one or two passes; and decod
 when the fraction of still-masked-or-low-confidence tokens has converged (changes by less than
 ``converge_delta``) while the predictions for the remaining masked frames have stopped changing
 (argmax changes on fewer than ``stable_fraction`` of them): more passes would then commit the same
-tokens, only later. Then the fine levels are filled by ``refine_fine_levels``.
+tokens, only later. Both are measured against an anchor step at least ``converge_context`` of the
+tokens ago: the cosine schedule commits very few tokens in its first steps, and predictions that
+did not move after one more committed token are no evidence of convergence.
+Then the fine levels are filled by ``refine_fine_levels``.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ class ParallelConfig:
     confident_prob: float = 0.9
     converge_delta: float = 0.01
     stable_fraction: float = 0.02
+    converge_context: float = 0.2  # committed fraction that must separate two convergence checks
     min_steps: int = 2
     fine_passes: int | None = None  # None = one greedy pass per fine level (SoundStorm)
     fine_sampling: SamplingConfig = field(default_factory=lambda: SamplingConfig(temperature=0.0))
@@ -81,8 +85,9 @@ def decode_level0(model, cond: FrameCondition, codes: Tensor, region: Tensor, cf
     still = region.clone()  # masked level-0 positions
     n = region.sum(-1)  # per item
     k_max = cfg.steps
-    prev_argmax: Tensor | None = None
-    prev_frac: Tensor | None = None
+    anchor_argmax: Tensor | None = None  # predictions / fraction at the last convergence anchor
+    anchor_frac: Tensor | None = None
+    anchor_done = torch.zeros(n.shape, device=n.device)
     steps = 0
     for k in range(1, k_max + 1):
         if not bool(still.any()):
@@ -90,7 +95,9 @@ def decode_level0(model, cond: FrameCondition, codes: Tensor, region: Tensor, cf
         logits = model.masked(inp, cond, [0])[:, 0]  # [B, T, C]
         stats.forward_passes += 1
         steps += 1
-        temp = annealed_temperature(k, k_max, cfg.sampling.temperature, cfg.final_temperature)
+        # Anneal down only: temperature 0 (greedy) stays greedy whatever final_temperature says.
+        t0 = cfg.sampling.temperature
+        temp = annealed_temperature(k, k_max, t0, min(t0, cfg.final_temperature))
         # Sample only the still-masked rows: filtering (top-p sorts 1024-way rows) and drawing are the
         # costliest non-network work per step, and late steps have few masked rows left.
         rows = logits[still]  # [N, C]
@@ -116,11 +123,15 @@ def decode_level0(model, cond: FrameCondition, codes: Tensor, region: Tensor, cf
             target = torch.minimum(target, low.sum(-1))
             frac = ((still | low) & region).sum(-1).float() / n.clamp(min=1)
             argmax = logits.argmax(-1)
-            if prev_argmax is not None and prev_frac is not None and k >= cfg.min_steps:
-                changed = ((argmax != prev_argmax) & still).sum(-1).float() / still.sum(-1).clamp(min=1)
-                converged = bool(((frac - prev_frac).abs() < cfg.converge_delta).all()
-                                 and (changed < cfg.stable_fraction).all())
-            prev_argmax, prev_frac = argmax, frac
+            done = 1.0 - still.sum(-1).float() / n.clamp(min=1)  # committed fraction before this step
+            if anchor_argmax is None or anchor_frac is None:
+                anchor_argmax, anchor_frac, anchor_done = argmax, frac, done
+            elif bool(((done - anchor_done >= cfg.converge_context) | ~still.any(-1)).all()):
+                if k >= cfg.min_steps:
+                    changed = ((argmax != anchor_argmax) & still).sum(-1).float() / still.sum(-1).clamp(min=1)
+                    converged = bool(((frac - anchor_frac).abs() < cfg.converge_delta).all()
+                                     and (changed < cfg.stable_fraction).all())
+                anchor_argmax, anchor_frac, anchor_done = argmax, frac, done
         if converged:
             target = torch.zeros_like(target)
         ranks = score.argsort(-1).argsort(-1)
