@@ -114,6 +114,9 @@ def train(cfg: TrainConfig, shards: str | Path | list[str | Path], out: str | Pa
     try:
         dataset = ShardDataset(shards, max_frames=cfg.max_utt_frames)
         meta = dataset.meta
+        if cfg.batch_frames < int(dataset.lengths.max()):
+            raise ArtifactError(f"batch_frames {cfg.batch_frames} is below the longest kept utterance "
+                                f"({int(dataset.lengths.max())} frames): raise it or lower max_utt_frames")
         mcfg = cfg.model.with_data(num_symbols=_num_symbols(cfg.model, dataset), num_codebooks=meta.num_codebooks,
                                    cardinality=meta.cardinality, num_speakers=len(meta.voices))
         info = VoiceInfo(codec=meta.codec, sample_rate=meta.sample_rate, frame_rate=meta.frame_rate,

@@ -82,6 +82,11 @@ def test_rejects_other_phoneme_inventory(tmp_path: Path) -> None:
         train(tiny_train_config(max_steps=1), tmp_path / "s", tmp_path / "run")
 
 
+def test_batch_budget_below_longest_utterance(shard_dir: Path, tmp_path: Path) -> None:
+    with pytest.raises(ArtifactError, match="batch_frames"):
+        train(tiny_train_config(batch_frames=10), shard_dir, tmp_path / "run")
+
+
 def test_lr_schedule() -> None:
     cfg = TrainConfig(lr=1.0, warmup_steps=10, max_steps=110, min_lr_ratio=0.1)
     assert lr_at(0, cfg) == pytest.approx(0.1)
