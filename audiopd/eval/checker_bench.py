@@ -87,10 +87,11 @@ def render(text: str, voice: str, workdir: Path) -> Clip:
     return Clip(text, voice, audio, int(rate))
 
 
-def clips(split: str, n: int, workdir: Path, *, min_seconds: float = 2.0) -> list[Clip]:
-    """``n`` clean clips of ``split``, voices round-robin, skipping ones too short for the faults."""
+def clips(split: str, n: int, workdir: Path, *, min_seconds: float = 2.0, offset: int = 0) -> list[Clip]:
+    """``n`` clean clips of ``split`` (from sentence ``offset`` on), voices round-robin, skipping
+    ones too short for the faults."""
     out: list[Clip] = []
-    for i, sent in enumerate(load_sentences(split)):
+    for sent in load_sentences(split)[offset:]:
         clip = render(sent, VOICES[len(out) % len(VOICES)], workdir)
         if len(clip.audio) / clip.sample_rate >= min_seconds:
             out.append(clip)
@@ -111,19 +112,28 @@ def _table(rows: dict[str, dict], checks: list[str]) -> str:
     return "\n".join(lines)
 
 
-def run_bench(n: int, split: str = "bench", asr: str = "always", progress: bool = True) -> dict:
-    """Score ``n`` clean clips and every fault of each; returns the report as plain data."""
+def run_bench(n: int, split: str = "bench", asr: str = "always", progress: bool = True,
+              kinds: tuple[str, ...] | None = None, offset: int = 0) -> dict:
+    """Score ``n`` clean clips and every fault of each; returns the report as plain data.
+
+    ``kinds`` limits the conditions ("clean" and/or fault kinds); ``offset`` skips sentences.
+    """
     from audiopd.checker import CheckerConfig, score
     from audiopd.eval.faults import FAULT_KINDS, inject
 
     cfg = CheckerConfig(asr=asr)
-    rows: dict[str, dict] = {k: {"n": 0, "flagged": 0, "fired": {}, "misses": []} for k in ("clean", *FAULT_KINDS)}
+    conditions = tuple(kinds) if kinds else ("clean", *FAULT_KINDS)
+    unknown = set(conditions) - {"clean", *FAULT_KINDS}
+    if unknown:
+        raise ValueError(f"unknown condition(s): {', '.join(sorted(unknown))}")
+    rows: dict[str, dict] = {k: {"n": 0, "flagged": 0, "fired": {}, "misses": []} for k in conditions}
+    items: list[dict] = []
     audio_s = check_s = 0.0
     with tempfile.TemporaryDirectory(prefix="checker_bench_") as tmp:
-        clean = clips(split, n, Path(tmp))
+        clean = clips(split, n, Path(tmp), offset=offset)
     for i, clip in enumerate(clean):
-        cases = [("clean", clip.audio, "")]
-        for kind in FAULT_KINDS:
+        cases = [("clean", clip.audio, "")] if "clean" in conditions else []
+        for kind in (k for k in FAULT_KINDS if k in conditions):
             other = clean[(i + 1) % len(clean)].audio
             y, fault = inject(kind, clip.audio, clip.sample_rate, seed=i, other=other)
             cases.append((kind, y, fault.detail))
@@ -138,6 +148,8 @@ def run_bench(n: int, split: str = "bench", asr: str = "always", progress: bool 
             r["flagged"] += int(flagged)
             for name in v.failed:
                 r["fired"][name] = r["fired"].get(name, 0) + 1
+            items.append({"kind": kind, "clip": i, "voice": clip.voice, "failed": list(v.failed),
+                          "metrics": {k: round(float(x), 4) for k, x in v.metrics.items()}})
             wrong = flagged if kind == "clean" else not flagged
             if wrong:
                 r["misses"].append({"voice": clip.voice, "text": clip.text, "fault": detail,
@@ -152,13 +164,14 @@ def run_bench(n: int, split: str = "bench", asr: str = "always", progress: bool 
         "split": split,
         "asr": asr,
         "voices": sorted({c.voice for c in clean}),
-        "false_alarm_rate": rows["clean"]["flagged"] / max(1, rows["clean"]["n"]),
+        "false_alarm_rate": rows["clean"]["flagged"] / max(1, rows["clean"]["n"]) if "clean" in rows else None,
         "detection_rate": {k: r["flagged"] / max(1, r["n"]) for k, r in rows.items() if k != "clean"},
         "rtf": check_s / max(audio_s, 1e-9),
         "audio_seconds": audio_s,
         "check_seconds": check_s,
         "table_md": _table(rows, checks),
         "rows": rows,
+        "items": items,
     }
     return report
 
@@ -169,13 +182,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="write the JSON report here")
     ap.add_argument("--split", choices=("bench", "calib"), default="bench")
     ap.add_argument("--asr", choices=("always", "borderline", "never"), default="always")
+    ap.add_argument("--kinds", default="", help="comma-separated conditions (clean, skip, ...); default all")
+    ap.add_argument("--offset", type=int, default=0, help="skip this many sentences of the split")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     if args.n < 2:
         ap.error("--n must be >= 2 (the 'swap' fault needs a second sentence)")
-    report = run_bench(args.n, args.split, args.asr, progress=not args.quiet)
+    kinds = tuple(k for k in args.kinds.split(",") if k) or None
+    try:
+        report = run_bench(args.n, args.split, args.asr, progress=not args.quiet, kinds=kinds, offset=args.offset)
+    except ValueError as exc:
+        ap.error(str(exc))
+    fa = report["false_alarm_rate"]
     print(report["table_md"])
-    print(f"\nfalse alarms {report['false_alarm_rate']:.1%}; detection "
+    print(f"\nfalse alarms {'-' if fa is None else f'{fa:.1%}'}; detection "
           + ", ".join(f"{k} {v:.0%}" for k, v in report["detection_rate"].items())
           + f"; checker RTF {report['rtf']:.3f}")
     if args.out is not None:

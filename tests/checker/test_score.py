@@ -31,14 +31,17 @@ def speech(tmp_path_factory: pytest.TempPathFactory) -> tuple[np.ndarray, int]:
 @needs_flite
 def test_clean_speech_passes(speech: tuple[np.ndarray, int]) -> None:
     audio, rate = speech
-    v = score(audio, rate, TEXT)
+    v = score(audio, rate, TEXT, config=CheckerConfig(asr="always"))
     assert isinstance(v, Verdict)
     assert v.passed, v.reasons
     assert v.score > 0.5 and not v.reasons and not v.bad_spans and not v.failed
     assert [w.word for w in v.words][:3] == ["the", "old", "man"]
     assert all(w.start is not None and w.end > w.start for w in v.words)
-    assert v.metrics["asr_wer"] < 0.5
+    assert v.metrics["asr_ran"] == 1.0 and v.metrics["asr_wer"] < 0.5
     json.dumps(v.to_dict())  # JSON-ready
+    # Default ("borderline") skips recognition on a clip this clean, with the same verdict.
+    quick = score(audio, rate, TEXT)
+    assert quick.passed and quick.metrics["asr_ran"] == 0.0
 
 
 @needs_flite
