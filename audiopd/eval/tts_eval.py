@@ -1,0 +1,302 @@
+"""Quality evaluation of a voice: ASR word error rate on held-out sentences, teacher vs parallel vs serial.
+
+    python -m audiopd.eval.tts_eval --data data --voice default --n 40 [--modes parallel,serial] \
+        [--steps K] [--speakers slt,rms] [--batch 8] [--seed 0] [--out report.json]
+
+For every speaker of the voice the same ``N`` sentences of the corpus's held-out ``test`` split
+(recipes/corpus: sentences no model or codec saw) are recognised by pocketsphinx
+(``audiopd.checker.sphinx.recognize``) three ways: the teacher's own recording from the corpus
+(``DATA/corpus/wav/<speaker>/<id>.wav``, when the speaker is one of the corpus voices), and the voice
+synthesising the sentence in each requested mode (checker off for ``parallel``/``serial``, so the
+figures measure the decoder, not the ladder). The teacher's WER is the floor the ASR itself sets on
+this text (pocketsphinx is far from perfect on flite speech), so the *gap* to the teacher is the
+figure that says what the voice loses. WER is corpus-level (``audiopd.eval.wer``).
+
+Sentences are drawn with ``random.Random(seed)`` from the test ids that every evaluated corpus speaker
+has, so every speaker and mode speaks the same sentences and a rerun picks the same ones. Synthesis
+runs through the facade (``Synthesizer.synthesize_batch``) in batches of ``--batch`` texts with the
+same seed, in one process; the real-time factor is the wall time of those calls over the audio
+seconds they produced (batched, so it is a throughput figure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from audiopd.errors import AudiopdError
+
+EVAL_MODES = ("parallel", "serial", "auto")
+TEACHER = "teacher"
+
+# recognizer(audio, sample_rate) -> recognised text
+Recognizer = Callable[[np.ndarray, int], str]
+
+
+class EvalInputError(AudiopdError, ValueError):
+    """The corpus or an option of the evaluation is unusable (missing manifest, no test sentences...)."""
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """A held-out sentence and the teacher recording of it per corpus voice (paths relative to DATA)."""
+
+    id: str
+    text: str
+    wavs: dict[str, str]
+
+
+def read_manifest(data: Path) -> list[dict[str, Any]]:
+    """Rows of ``DATA/corpus/manifest.jsonl`` (id, voice, split, text, wav, seconds)."""
+    path = Path(data) / "corpus" / "manifest.jsonl"
+    if not path.is_file():
+        raise EvalInputError(f"no corpus manifest at {path} (build it with recipes/corpus/run.sh, or pass --data)")
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for k, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise EvalInputError(f"{path}:{k}: not valid JSON ({exc.msg})") from None
+            missing = {"id", "voice", "split", "text", "wav"} - set(row)
+            if missing:
+                raise EvalInputError(f"{path}:{k}: missing field(s) {', '.join(sorted(missing))}")
+            rows.append(row)
+    return rows
+
+
+def select_sentences(rows: Sequence[dict[str, Any]], speakers: Sequence[str], n: int, seed: int) -> list[Sentence]:
+    """``n`` test sentences (fewer if fewer exist), the same for every speaker, in id order.
+
+    Only ids recorded by every evaluated speaker that is a corpus voice are eligible, so every
+    speaker's teacher row covers exactly the sentences its synthesis rows cover.
+    """
+    if n < 1:
+        raise EvalInputError(f"--n must be >= 1, got {n}")
+    by_id: dict[str, Sentence] = {}
+    for r in rows:
+        if r["split"] != "test":
+            continue
+        s = by_id.setdefault(r["id"], Sentence(r["id"], r["text"], {}))
+        s.wavs[r["voice"]] = r["wav"]
+    if not by_id:
+        raise EvalInputError("the corpus manifest has no 'test' split rows")
+    corpus_voices = {v for s in by_id.values() for v in s.wavs}
+    taught = [sp for sp in speakers if sp in corpus_voices]
+    eligible = sorted(i for i, s in by_id.items() if all(sp in s.wavs for sp in taught))
+    if not eligible:
+        raise EvalInputError(f"no test sentence is recorded by all of {', '.join(taught)}")
+    picked = random.Random(seed).sample(eligible, min(n, len(eligible)))
+    return [by_id[i] for i in sorted(picked)]
+
+
+@dataclass
+class _Tally:
+    """Per (speaker, system): reference and hypothesis words plus synthesis costs."""
+
+    refs: list[list[str]]
+    hyps: list[list[str]]
+    passes: list[int]
+    steps: list[int]
+    wall_s: float = 0.0
+    audio_s: float = 0.0
+
+    def row(self, speaker: str, system: str, teacher_wer: float | None) -> dict[str, Any]:
+        from audiopd.eval.wer import wer
+
+        w = round(100.0 * wer(self.refs, self.hyps), 2) if self.refs else None
+        synth = system != TEACHER
+        return {
+            "speaker": speaker, "system": system, "n": len(self.refs), "wer": w,
+            "gap_pp": round(w - teacher_wer, 2) if synth and w is not None and teacher_wer is not None else None,
+            "forward_passes": round(float(np.mean(self.passes)), 1) if synth and self.passes else None,
+            "steps": round(float(np.mean(self.steps)), 1) if synth and self.steps else None,
+            "rtf": round(self.wall_s / self.audio_s, 4) if synth and self.audio_s > 0 else None,
+            "audio_s": round(self.audio_s, 3), "wall_s": round(self.wall_s, 3) if synth else None,
+        }
+
+
+def _tally() -> _Tally:
+    return _Tally([], [], [], [])
+
+
+def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("parallel", "serial"),
+             steps: int | None = None, seed: int = 0, batch: int = 8, speakers: Sequence[str] | None = None,
+             recognizer: Recognizer | None = None, wav_dir: str | Path | None = None, voice_name: str = "",
+             log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run the evaluation with a loaded ``Synthesizer``; returns the JSON-able report (see module doc).
+
+    ``forward_passes`` per text counts the passes of every model batch the text took part in (the
+    facade's figure), so it does not shrink with batching; ``steps`` are level-0 steps (serial: one
+    per frame).
+    """
+    from audiopd.audio import read_audio, write_audio
+    from audiopd.eval.wer import text_to_words, word_errors
+
+    if recognizer is None:
+        from audiopd.checker.sphinx import recognize as recognizer
+    log = log or (lambda msg: None)
+    modes = list(dict.fromkeys(modes))
+    bad = [m for m in modes if m not in EVAL_MODES]
+    if bad or not modes:
+        raise EvalInputError(f"modes must be a non-empty list of {', '.join(EVAL_MODES)}, got {list(modes)}")
+    if batch < 1:
+        raise EvalInputError(f"--batch must be >= 1, got {batch}")
+    speakers = list(speakers) if speakers else list(tts.voices)
+    unknown = [sp for sp in speakers if sp not in tts.voices]
+    if unknown or not speakers:
+        raise EvalInputError(f"unknown speaker(s) {', '.join(unknown) or '(none given)'}: "
+                             f"the voice has {', '.join(tts.voices) or 'none'}")
+    data = Path(data)
+    sentences = select_sentences(read_manifest(data), speakers, n, seed)
+    warnings = [] if len(sentences) == n else [f"only {len(sentences)} test sentences are eligible, not {n}"]
+    refs = {s.id: text_to_words(s.text) for s in sentences}
+    rows, utts = [], []
+    pooled: dict[str, _Tally] = {}
+    t_start = time.perf_counter()
+    for sp in speakers:
+        tallies: dict[str, _Tally] = {}
+        if all(sp in s.wavs for s in sentences):
+            tal = tallies[TEACHER] = _tally()
+            for s in sentences:
+                audio, rate = read_audio(data / s.wavs[sp])
+                hyp = text_to_words(recognizer(audio, rate))
+                tal.refs.append(refs[s.id])
+                tal.hyps.append(hyp)
+                tal.audio_s += audio.size / rate
+                utts.append(_utt(sp, TEACHER, s, refs[s.id], hyp, word_errors(refs[s.id], hyp)[0], audio.size / rate))
+        else:
+            warnings.append(f"speaker {sp!r} is not a corpus voice: no teacher audio, no gap")
+        for mode in modes:
+            tal = tallies[mode] = _tally()
+            for b0 in range(0, len(sentences), batch):
+                part = sentences[b0 : b0 + batch]
+                t0 = time.perf_counter()
+                results = tts.synthesize_batch([s.text for s in part], voice=sp, mode=mode, steps=steps,
+                                               seed=seed, check=None if mode == "auto" else False)
+                tal.wall_s += time.perf_counter() - t0
+                for s, res in zip(part, results):
+                    hyp = text_to_words(recognizer(res.audio, res.sample_rate))
+                    tal.refs.append(refs[s.id])
+                    tal.hyps.append(hyp)
+                    tal.audio_s += res.duration_s
+                    tal.passes.append(int(res.report["forward_passes"]))
+                    tal.steps.append(int(res.report["steps"]))
+                    u = _utt(sp, mode, s, refs[s.id], hyp, word_errors(refs[s.id], hyp)[0], res.duration_s)
+                    u.update(forward_passes=tal.passes[-1], steps=tal.steps[-1])
+                    if mode == "auto" and res.report.get("check") is not None:
+                        u["check_passed"] = bool(res.report["check"]["passed"])
+                    utts.append(u)
+                    if wav_dir is not None:
+                        write_audio(Path(wav_dir) / sp / mode / f"{s.id}.wav", res.audio, res.sample_rate)
+            log(f"{sp} {mode}: {len(sentences)} sentences, {tal.wall_s:.1f} s wall for {tal.audio_s:.1f} s audio")
+        teacher_wer = tallies[TEACHER].row(sp, TEACHER, None)["wer"] if TEACHER in tallies else None
+        for system, tal in tallies.items():
+            rows.append(tal.row(sp, system, teacher_wer))
+            p = pooled.setdefault(system, _tally())
+            p.refs += tal.refs
+            p.hyps += tal.hyps
+            p.passes += tal.passes
+            p.steps += tal.steps
+            p.wall_s += tal.wall_s
+            p.audio_s += tal.audio_s
+    if len(speakers) > 1:
+        # Pooled gaps only when every speaker had a teacher, else they would compare different speaker sets.
+        all_taught = TEACHER in pooled and len(pooled[TEACHER].refs) == len(sentences) * len(speakers)
+        t_wer = pooled[TEACHER].row("all", TEACHER, None)["wer"] if all_taught else None
+        rows += [tal.row("all", system, t_wer) for system, tal in pooled.items()]
+    return {
+        "voice": voice_name, "codec": tts.codec.name,
+        "data": str(data), "n": len(sentences), "seed": seed, "steps": steps, "batch": batch, "modes": modes,
+        "speakers": speakers, "sentences": [{"id": s.id, "text": s.text} for s in sentences],
+        "rows": rows, "utterances": utts, "warnings": warnings,
+        "wall_s": round(time.perf_counter() - t_start, 2),
+    }
+
+
+def _utt(speaker: str, system: str, s: Sentence, ref: list[str], hyp: list[str], edits: int,
+         seconds: float) -> dict[str, Any]:
+    return {"speaker": speaker, "system": system, "id": s.id, "ref": " ".join(ref), "hyp": " ".join(hyp),
+            "edits": edits, "ref_words": len(ref), "audio_s": round(seconds, 3)}
+
+
+def _fmt(value: Any, suffix: str = "") -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float) and suffix == "pp":
+        return f"{value:+.2f}"
+    return f"{value}{suffix}"
+
+
+def markdown_table(report: dict[str, Any]) -> str:
+    """One row per (speaker, system): WER %, gap to the teacher (percentage points), passes, steps, RTF."""
+    lines = ["| speaker | system | n | WER % | gap to teacher (pp) | forward passes | steps | RTF |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for r in report["rows"]:
+        lines.append(f"| {r['speaker']} | {r['system']} | {r['n']} | {_fmt(r['wer'])} | {_fmt(r['gap_pp'], 'pp')} "
+                     f"| {_fmt(r['forward_passes'])} | {_fmt(r['steps'])} | {_fmt(r['rtf'])} |")
+    return "\n".join(lines)
+
+
+def _csv(text: str) -> list[str]:
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m audiopd.eval.tts_eval", description=__doc__.splitlines()[0])
+    p.add_argument("--data", default="data", help="corpus root holding corpus/manifest.jsonl (default: data)")
+    p.add_argument("--voice", default=None, help="voice artifact name or directory (default: default)")
+    p.add_argument("--n", type=int, default=40, help="held-out sentences per speaker (default: 40)")
+    p.add_argument("--modes", default="parallel,serial", help="comma-separated of parallel, serial, auto")
+    p.add_argument("--steps", type=int, default=None, metavar="K", help="level-0 step budget of parallel decoding")
+    p.add_argument("--speakers", default=None, help="comma-separated speakers (default: all of the voice)")
+    p.add_argument("--batch", type=int, default=8, help="texts per synthesize_batch call (default: 8)")
+    p.add_argument("--seed", type=int, default=0, help="sentence choice and synthesis seed (default: 0)")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (default: 1)")
+    p.add_argument("--save-wavs", default=None, metavar="DIR", help="also write the synthesised audio here")
+    p.add_argument("--out", default=None, metavar="REPORT.json", help="write the full report as JSON")
+    args = p.parse_args(argv)
+    try:
+        import torch
+
+        import audiopd
+        from audiopd.render.timestamps import write_text_atomic
+
+        if args.threads < 1:
+            raise EvalInputError(f"--threads must be >= 1, got {args.threads}")
+        if args.out and Path(args.out).is_dir():
+            raise EvalInputError(f"--out {args.out} is a directory, not a file name")
+        torch.set_num_threads(args.threads)
+        tts = audiopd.load(args.voice)
+        report = evaluate(tts, args.data, n=args.n, modes=_csv(args.modes), steps=args.steps, seed=args.seed,
+                          batch=args.batch, speakers=_csv(args.speakers) if args.speakers else None,
+                          wav_dir=args.save_wavs, voice_name=args.voice or "default",
+                          log=lambda m: print(m, file=sys.stderr, flush=True))
+        report["torch_threads"] = torch.get_num_threads()
+        print(f"voice {report['voice']}, codec {report['codec']}, {report['n']} held-out sentences x "
+              f"{len(report['speakers'])} speakers, seed {report['seed']}, steps {report['steps'] or 'default'}, "
+              f"{report['wall_s']:.0f} s")
+        for w in report["warnings"]:
+            print(f"warning: {w}")
+        print(markdown_table(report))
+        if args.out:
+            write_text_atomic(args.out, json.dumps(report, indent=1) + "\n")
+    except AudiopdError as exc:
+        print(f"tts_eval: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,238 @@
+"""audiopd.eval.tts_eval on a tiny fixture voice and a two-sentence corpus with flite teacher audio.
+
+The voice is a randomly initialised VoiceModel (speakers "slt" and "rms", like two corpus voices)
+saved into tmp_path and found through $AUDIOPD_VOICES_PATH, with the fixture codec. Its duration
+predictor is pinned to 5 frames per token, so serial steps are predictable. Teacher audio is
+rendered with Debian flite in the speaker's own flite voice; pocketsphinx recognises everything
+in the end-to-end test. Other tests pass a fixed recognizer so the WER arithmetic can be checked
+exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+import torch
+
+import audiopd
+from audiopd.codec.fixture import write_fixture_artifact
+from audiopd.eval.tts_eval import EvalInputError, evaluate, main, markdown_table, select_sentences
+from audiopd.eval.wer import text_to_words
+from audiopd.model.config import ModelConfig
+from audiopd.model.voice import VoiceInfo, VoiceModel, save_voice
+from audiopd.text import INVENTORY_VERSION, NUM_SYMBOLS, phonemize
+
+SENTENCES = {"t001": "Please call me tomorrow morning.", "t002": "It was a very good year."}
+SPEAKERS = ("slt", "rms")
+needs_flite = pytest.mark.skipif(shutil.which("flite") is None, reason="Debian flite is not installed (make deps)")
+
+
+def tiny_voice(voices: tuple[str, ...]) -> VoiceModel:
+    torch.manual_seed(0)
+    cfg = ModelConfig(num_symbols=NUM_SYMBOLS, num_codebooks=4, cardinality=64, num_speakers=len(voices),
+                      d_model=32, n_heads=2, ff_mult=2, dropout=0.0, encoder_layers=1, duration_channels=16,
+                      masked_layers=2, serial_layers=2, max_frames=256)
+    info = VoiceInfo(codec="fx", sample_rate=16000, frame_rate=100.0, num_codebooks=4, cardinality=64,
+                     inventory_version=str(INVENTORY_VERSION), voices=voices)
+    model = VoiceModel(cfg, info).eval()
+    with torch.no_grad():  # log(1 + 5): every token lasts 5 frames
+        model.conditioner.duration.proj.weight.zero_()
+        model.conditioner.duration.proj.bias.fill_(math.log(1 + 5))
+    return model
+
+
+@pytest.fixture
+def voice_env(tmp_path, monkeypatch) -> Path:
+    write_fixture_artifact(tmp_path / "codecs" / "fx")
+    save_voice(tiny_voice(SPEAKERS), tmp_path / "voices" / "default")
+    save_voice(tiny_voice(("slt", "zed")), tmp_path / "voices" / "partial")
+    monkeypatch.setenv("AUDIOPD_CODECS_PATH", str(tmp_path / "codecs"))
+    monkeypatch.setenv("AUDIOPD_VOICES_PATH", str(tmp_path / "voices"))
+    return tmp_path
+
+
+def write_corpus(root: Path, *, flite: bool) -> Path:
+    """DATA/corpus/manifest.jsonl with the two test sentences per speaker (+ a train row with no wav)."""
+    data = root / "data"
+    rows = []
+    for sid, text in SENTENCES.items():
+        for sp in SPEAKERS:
+            wav = data / "corpus" / "wav" / sp / f"{sid}.wav"
+            wav.parent.mkdir(parents=True, exist_ok=True)
+            if flite:
+                subprocess.run(["flite", "-voice", sp, "-t", text, "-o", str(wav)], check=True)
+            else:
+                sf.write(str(wav), 0.1 * np.sin(np.arange(8000) / 5.0).astype(np.float32), 16000)
+            rows.append({"id": sid, "voice": sp, "split": "test", "text": text,
+                         "wav": str(wav.relative_to(data)), "seconds": 0.5})
+    # A training sentence whose audio does not exist: the eval must never touch it.
+    rows.append({"id": "t000", "voice": "slt", "split": "train", "text": "Never read me.",
+                 "wav": "corpus/wav/slt/missing.wav", "seconds": 1.0})
+    (data / "corpus" / "manifest.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return data
+
+
+def pooled_wer(utts: list[dict], speaker: str | None, system: str) -> float:
+    sel = [u for u in utts if u["system"] == system and (speaker is None or u["speaker"] == speaker)]
+    return round(100.0 * sum(u["edits"] for u in sel) / sum(u["ref_words"] for u in sel), 2)
+
+
+@pytest.mark.slow  # six pocketsphinx recognitions: ~12 s on the shared machine
+@needs_flite
+def test_end_to_end_with_flite_teacher_and_pocketsphinx(voice_env, tmp_path, capsys) -> None:
+    data = write_corpus(tmp_path, flite=True)
+    out = tmp_path / "r" / "report.json"
+    rc = main(["--data", str(data), "--voice", "default", "--n", "2", "--modes", "parallel,serial",
+               "--speakers", "slt", "--steps", "4", "--batch", "2", "--out", str(out)])
+    assert rc == 0
+    report = json.loads(out.read_text())
+    assert report["n"] == 2 and report["speakers"] == ["slt"] and report["warnings"] == []
+    assert {s["id"] for s in report["sentences"]} == set(SENTENCES)
+    systems = ["teacher", "parallel", "serial"]
+    assert [r["system"] for r in report["rows"]] == systems
+    # Every system spoke exactly the same sentences.
+    for sy in systems:
+        assert sorted(u["id"] for u in report["utterances"] if u["system"] == sy) == ["t001", "t002"]
+    rows = {r["system"]: r for r in report["rows"]}
+    for sy, r in rows.items():
+        assert r["wer"] == pooled_wer(report["utterances"], "slt", sy)
+        if sy == "teacher":
+            assert r["gap_pp"] is None and r["rtf"] is None and r["forward_passes"] is None
+        else:
+            assert r["gap_pp"] == pytest.approx(r["wer"] - rows["teacher"]["wer"], abs=0.011)
+            assert r["rtf"] > 0 and r["forward_passes"] > 0
+    # pocketsphinx recognises these flite sentences well; the untrained voice speaks shaped noise.
+    assert rows["teacher"]["wer"] <= 20.0
+    assert rows["serial"]["wer"] > rows["teacher"]["wer"]
+    # Both texts share one padded batch: serial takes one level-0 step per frame of the longer one
+    # (5 frames per token); parallel at most K = 4.
+    assert rows["serial"]["steps"] == max(len(phonemize(t).ids) * 5 for t in SENTENCES.values())
+    assert 1 <= rows["parallel"]["steps"] <= 4
+    # The same table goes to stdout.
+    printed = capsys.readouterr().out
+    assert markdown_table(report) in printed and printed.count("| slt |") == 3
+
+
+def test_main_prints_the_table_and_writes_the_json(voice_env, tmp_path, capsys, monkeypatch) -> None:
+    # pocketsphinx costs ~1-2 s per clip here (see the slow test above); this one checks the plumbing.
+    monkeypatch.setattr("audiopd.checker.sphinx.recognize", lambda audio, rate: "it was a good year")
+    data = write_corpus(tmp_path, flite=False)
+    out = tmp_path / "r" / "report.json"
+    assert main(["--data", str(data), "--n", "2", "--modes", "parallel,serial", "--steps", "3", "--batch", "1",
+                 "--seed", "5", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert (report["voice"], report["codec"], report["seed"], report["steps"]) == ("default", "fx", 5, 3)
+    assert [(r["speaker"], r["system"]) for r in report["rows"]] == [
+        (sp, sy) for sp in (*SPEAKERS, "all") for sy in ("teacher", "parallel", "serial")]
+    assert len(report["utterances"]) == 3 * 2 * len(SPEAKERS)
+    for u in report["utterances"]:
+        assert (u["speaker"], u["system"]) in {(r["speaker"], r["system"]) for r in report["rows"]}
+        assert u["hyp"] == "it was a good year" and u["ref_words"] == len(text_to_words(SENTENCES[u["id"]]))
+    printed = capsys.readouterr().out
+    assert markdown_table(report) in printed and printed.count("| all |") == 3
+
+
+def test_wer_gap_and_costs_with_a_fixed_recognizer(voice_env, tmp_path) -> None:
+    data = write_corpus(tmp_path, flite=False)
+    heard = []
+
+    def recognizer(audio: np.ndarray, rate: int) -> str:
+        heard.append(audio.size / rate)
+        return "it was a call"  # t001: 4 substitutions + 1 deletion; t002: 3 hits, 1 substitution, 2 deletions
+
+    tts = audiopd.load()
+    report = evaluate(tts, data, n=5, modes=["serial"], seed=3, batch=1, recognizer=recognizer)
+    assert report["n"] == 2 and report["warnings"] == ["only 2 test sentences are eligible, not 5"]
+    refs = [text_to_words(SENTENCES[i]) for i in sorted(SENTENCES)]
+    assert [len(r) for r in refs] == [5, 6]
+    expected = round(100.0 * (5 + 3) / 11, 2)
+    rows = {(r["speaker"], r["system"]): r for r in report["rows"]}
+    for sp in (*SPEAKERS, "all"):
+        assert rows[(sp, "teacher")]["wer"] == rows[(sp, "serial")]["wer"] == expected
+        assert rows[(sp, "serial")]["gap_pp"] == 0.0
+    ser = rows[("slt", "serial")]
+    assert ser["rtf"] == pytest.approx(ser["wall_s"] / ser["audio_s"], rel=0.01)
+    # Teacher clips (0.5 s) and the synthesis of both sentences (5 frames per token), for both speakers.
+    synth = sorted(len(phonemize(t).ids) * 5 / 100 for t in SENTENCES.values())
+    assert sorted(heard) == pytest.approx(sorted([0.5] * 4 + synth * 2))
+
+
+def test_a_speaker_outside_the_corpus_has_no_teacher_and_no_gap(voice_env, tmp_path) -> None:
+    data = write_corpus(tmp_path, flite=False)
+    tts = audiopd.load("partial")
+    report = evaluate(tts, data, n=2, modes=["parallel"], steps=2, recognizer=lambda a, r: "")
+    assert report["warnings"] == ["speaker 'zed' is not a corpus voice: no teacher audio, no gap"]
+    rows = {(r["speaker"], r["system"]): r for r in report["rows"]}
+    assert set(rows) == {("slt", "teacher"), ("slt", "parallel"), ("zed", "parallel"), ("all", "teacher"),
+                         ("all", "parallel")}
+    assert rows[("slt", "parallel")]["gap_pp"] == 0.0 and rows[("slt", "parallel")]["wer"] == 100.0
+    assert rows[("zed", "parallel")]["gap_pp"] is None and rows[("all", "parallel")]["gap_pp"] is None
+
+
+def _rows(ids_by_voice: dict[str, list[str]], split: str = "test") -> list[dict]:
+    return [{"id": i, "voice": v, "split": split, "text": f"Sentence {i}.", "wav": f"corpus/wav/{v}/{i}.wav"}
+            for v, ids in ids_by_voice.items() for i in ids]
+
+
+IDS = [f"s{k:03d}" for k in range(30)]
+
+
+@pytest.mark.parametrize("speakers, n, seed, expect_len", [
+    (["a", "b"], 10, 0, 10),
+    (["a"], 10, 1, 10),
+    (["a", "b"], 100, 0, 29),  # s029 lacks speaker b
+    (["a", "zed"], 100, 0, 30),  # zed is no corpus voice: no constraint from it
+])
+def test_select_sentences_is_deterministic_and_shared(speakers, n, seed, expect_len) -> None:
+    rows = _rows({"a": IDS, "b": IDS[:29]}) + _rows({"a": ["x1", "x2"]}, split="train")
+    picked = select_sentences(rows, speakers, n, seed)
+    assert len(picked) == expect_len and [s.id for s in picked] == sorted(s.id for s in picked)
+    assert all(s.id in IDS for s in picked)
+    assert [s.id for s in select_sentences(rows, speakers, n, seed)] == [s.id for s in picked]
+    if expect_len < 29:
+        assert [s.id for s in select_sentences(rows, speakers, n, seed + 1)] != [s.id for s in picked]
+
+
+@pytest.mark.parametrize("rows, speakers, n, needle", [
+    (_rows({"a": IDS}, split="train"), ["a"], 5, "no 'test' split rows"),
+    (_rows({"a": IDS[:5], "b": IDS[5:]}), ["a", "b"], 5, "no test sentence is recorded by all of a, b"),
+    (_rows({"a": IDS}), ["a"], 0, "--n must be >= 1"),
+])
+def test_select_sentences_rejects_unusable_input(rows, speakers, n, needle) -> None:
+    with pytest.raises(EvalInputError, match=needle):
+        select_sentences(rows, speakers, n, 0)
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--data", "{d}/nowhere"], "no corpus manifest at"),
+    (["--modes", "parallel,fast"], "modes must be a non-empty list"),
+    (["--speakers", "slt,carol"], "unknown speaker(s) carol"),
+    (["--batch", "0"], "--batch must be >= 1"),
+    (["--voice", "nope"], "no voice named 'nope'"),
+])
+def test_main_bad_input_is_one_line_and_exit_2(voice_env, tmp_path, capsys, argv, needle) -> None:
+    data = write_corpus(tmp_path, flite=False)
+    argv = ["--data", str(data), *[a.format(d=tmp_path) for a in argv]]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tts_eval: error: ") and err.count("\n") == 1 and needle in err, err
+
+
+def test_markdown_table_marks_missing_values() -> None:
+    report = {"rows": [
+        {"speaker": "slt", "system": "teacher", "n": 2, "wer": 10.0, "gap_pp": None, "forward_passes": None,
+         "steps": None, "rtf": None},
+        {"speaker": "slt", "system": "parallel", "n": 2, "wer": 12.5, "gap_pp": 2.5, "forward_passes": 11.0,
+         "steps": 8.0, "rtf": 0.25},
+    ]}
+    lines = markdown_table(report).splitlines()
+    assert len(lines) == 4 and lines[0].startswith("| speaker | system |")
+    assert lines[2] == "| slt | teacher | 2 | 10.0 | - | - | - | - |"
+    assert lines[3] == "| slt | parallel | 2 | 12.5 | +2.50 | 11.0 | 8.0 | 0.25 |"
