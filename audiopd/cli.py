@@ -354,5 +354,26 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if verdict["passed"] else 1
 
 
+# ------------------------------------------------------------------------------------------ bench
+def _bench_args(p: argparse.ArgumentParser) -> None:
+    from audiopd.eval.bench import add_arguments  # torch-free, so --help stays light
+
+    add_arguments(p)
+
+
+@subcommand("bench", help="time parallel vs serial decoding of a voice at several lengths and batch sizes",
+            args=_bench_args)
+def cmd_bench(args: argparse.Namespace) -> int:
+    from audiopd.eval.bench import run_command
+
+    # Validate the output path before minutes of measuring, not after.
+    if args.json:
+        target = Path(args.json)
+        if target.is_dir():
+            raise UsageError(f"--json {target} is a directory, not a file name")
+        _check_writable_dir(target.parent)
+    tts, speaker = _load_voice(args.voice)
+    return run_command(tts, speaker, args)
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,0 +1,400 @@
+"""Speed benchmark of a voice: parallel vs serial decoding, side by side, at batch 1 and 8, 1 to 20 s.
+
+    audiopd bench [--voice V] [--lengths 1,2,5,10,20] [--batch 1,8] [--repeats 3] [--auto] [--json OUT]
+    python -m audiopd.eval.bench ...   (the same command)
+
+Texts: sentences written for this benchmark (``BENCH_SENTENCES``; held-out style: plain English, no
+digits or abbreviations, in no corpus), concatenated from a different start sentence per batch item
+and cut at a word boundary where the voice's *own predicted duration* comes closest to the target
+(the facade's chunking and joining pauses included). So every cell measures the lengths the voice
+really produces; the table reports the actual audio seconds, not the target.
+
+Each cell (target length x batch size) runs the modes interleaved per repeat (parallel, serial,
+[auto,] parallel, serial, ...), so slow drifts of a shared machine's load hit both modes alike,
+and reports medians over the repeats. One untimed warm-up call per mode comes first (allocation,
+kernel selection, pocketsphinx start-up for auto). Speed figures run with the checker off
+(``mode="parallel"``/``"serial"``); ``--auto`` adds the checked ``auto`` mode at batch 1.
+
+Figures per cell and mode, all from one ``Synthesizer.synthesize_batch`` call over the batch:
+
+* ``median_s``: end-to-end wall time (frontend, durations, token decoding, codec decode, joining);
+* ``rtf``: ``median_s`` / audio seconds of the whole batch (a throughput figure at batch 8);
+* ``rtf_model``: the same without codec decoding (timed around ``Codec.decode``): what the
+  token decoder (plus frontend and duration prediction) costs;
+* ``codec_share``: codec decode time / wall time;
+* ``forward_passes``, ``steps``: the facade's report, mean per text (passes of every model batch the
+  text took part in; level-0 steps, serial = one per frame);
+* ``serial_over_parallel``: the ratio of the medians (> 1: parallel is faster).
+
+No speed figure is ever asserted in a test; tests check the structure on a tiny voice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from audiopd.codec.base import Codec
+from audiopd.errors import AudiopdError
+
+PARALLEL, SERIAL, AUTO = "parallel", "serial", "auto"
+MAX_LENGTH_S = 120.0
+MAX_BATCH = 64
+
+BENCH_SENTENCES: tuple[str, ...] = (
+    "The old bridge over the river was painted green last summer.",
+    "She keeps a small notebook in her coat pocket for new ideas.",
+    "Nobody expected the quiet librarian to win the singing contest.",
+    "We should leave early if we want to catch the morning train.",
+    "The children built a tall tower of wooden blocks on the kitchen floor.",
+    "A cold wind blew across the empty field all night long.",
+    "He promised to fix the broken gate before the weekend.",
+    "The museum opens its new garden to visitors in the spring.",
+    "Please remember to water the plants while I am away.",
+    "Her brother studies the behaviour of birds along the coast.",
+    "The bakery on the corner sells fresh bread every morning.",
+    "They walked slowly through the market, looking at the bright fruit.",
+    "My neighbour plays the piano quietly after dinner.",
+    "The small boat drifted toward the harbour as the fog lifted.",
+    "Reading a good book is a pleasant way to spend a rainy afternoon.",
+    "The teacher asked everyone to write a short letter to a friend.",
+    "A family of foxes lives under the shed behind the school.",
+    "The new road will make the journey to the village much shorter.",
+    "He could hear the sound of distant thunder over the hills.",
+    "We found an old map of the town hidden inside a drawer.",
+    "The cat watched the birds from the window with great interest.",
+    "Most of the snow had melted by the time we reached the valley.",
+    "She laughed when she saw the size of the giant pumpkin.",
+    "The engineers tested the machine again before sending it away.",
+    "Our guide told us the story of the castle and its lonely king.",
+    "The lights of the city slowly came on as evening fell.",
+    "A warm cup of tea is exactly what I need right now.",
+    "The players shook hands with each other after the long match.",
+    "Fresh paint makes the whole room look bigger and brighter.",
+    "He wrote the answer on the board and turned to the class.",
+    "The river rose quickly after three days of heavy rain.",
+    "Everyone agreed that the picnic had been a great success.",
+    "The farmer counted his sheep twice before closing the barn.",
+    "She found her missing glasses on top of her own head.",
+    "The clock in the hall stopped exactly at midnight.",
+    "We listened to the waves while the sun went down behind the rocks.",
+    "The little dog barked at every stranger who passed the house.",
+    "The band played one more song before the crowd went home.",
+    "Gardening teaches patience, because nothing grows overnight.",
+    "The pilot announced that we would land a few minutes early.",
+)
+
+
+class BenchOptionError(AudiopdError, ValueError):
+    """A benchmark option is out of range, or the voice cannot produce the asked lengths."""
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    lengths: tuple[float, ...] = (1.0, 2.0, 5.0, 10.0, 20.0)  # target seconds per text
+    batches: tuple[int, ...] = (1, 8)
+    repeats: int = 3
+    auto: bool = False  # add the checked auto mode at batch 1
+    steps: int | None = None  # parallel level-0 step budget (None: the voice's configured default)
+    seed: int = 0
+    warmup: bool = True
+
+    def validate(self) -> None:
+        if not self.lengths or any(not 0 < x <= MAX_LENGTH_S for x in self.lengths):
+            raise BenchOptionError(f"lengths must be seconds in (0, {MAX_LENGTH_S:.0f}], got {list(self.lengths)}")
+        if not self.batches or any(not 1 <= b <= MAX_BATCH for b in self.batches):
+            raise BenchOptionError(f"batch sizes must lie in 1..{MAX_BATCH}, got {list(self.batches)}")
+        if self.repeats < 1:
+            raise BenchOptionError(f"repeats must be >= 1, got {self.repeats}")
+        if self.steps is not None and not 1 <= self.steps <= 256:
+            raise BenchOptionError(f"steps must lie in 1..256, got {self.steps}")
+        if self.seed < 0:
+            raise BenchOptionError(f"seed must be >= 0, got {self.seed}")
+
+    def modes(self, batch: int) -> tuple[str, ...]:
+        return (PARALLEL, SERIAL, AUTO) if self.auto and batch == 1 else (PARALLEL, SERIAL)
+
+
+class TimedCodec(Codec):
+    """A codec that adds up the wall time of its ``decode`` calls (the renderer decodes through it)."""
+
+    def __init__(self, inner: Codec) -> None:
+        self.inner = inner
+        self.name, self.sample_rate, self.frame_rate = inner.name, inner.sample_rate, inner.frame_rate
+        self.num_codebooks, self.cardinality = inner.num_codebooks, inner.cardinality
+        self.seconds = 0.0
+
+    def encode(self, audio: np.ndarray) -> np.ndarray:
+        return self.inner.encode(audio)
+
+    def decode(self, codes: np.ndarray) -> np.ndarray:
+        t0 = time.perf_counter()
+        try:
+            return self.inner.decode(codes)
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    def _encode(self, audio: np.ndarray) -> np.ndarray:  # pragma: no cover - encode/decode delegate
+        raise NotImplementedError
+
+    def _decode(self, codes: np.ndarray) -> np.ndarray:  # pragma: no cover
+        raise NotImplementedError
+
+
+# ------------------------------------------------------------------------------------------- texts
+def predicted_seconds(tts, text: str, speaker: int = 0) -> float:
+    """Seconds the facade will produce for ``text``: predicted chunk durations + joining pauses."""
+    import torch
+
+    from audiopd.errors import NothingToSpeakError
+    from audiopd.text import chunk_text, phonemize
+
+    frames, chunks = 0, 0
+    for chunk in chunk_text(text, tts.config.max_chunk_chars):
+        try:
+            ids = phonemize(chunk).ids
+        except NothingToSpeakError:
+            continue
+        cond = tts.model.condition(torch.tensor([list(ids)]), torch.tensor([speaker]))
+        frames += int(cond.durations.sum())
+        chunks += 1
+    return frames / tts.frame_rate + max(0, chunks - 1) * tts.config.join.pause_s
+
+
+def _text_of(words: Sequence[str]) -> str:
+    text = " ".join(words).rstrip(",;:")
+    return text if text.endswith((".", "?", "!")) else text + "."
+
+
+def build_text(tts, target_s: float, *, speaker: int = 0, offset: int = 0,
+               sentences: Sequence[str] = BENCH_SENTENCES) -> str:
+    """Sentences from ``offset`` on, cut at the word where the predicted duration is closest to ``target_s``."""
+    words: list[str] = []
+    k = offset
+    while True:
+        words += sentences[k % len(sentences)].split()
+        k += 1
+        if predicted_seconds(tts, _text_of(words), speaker) >= target_s:
+            break
+        if k - offset > 4 * len(sentences):  # duration grows with text unless the predictor is broken
+            raise BenchOptionError(f"the voice predicts under {target_s} s for {len(words)} words")
+    lo, hi = 1, len(words)  # smallest prefix reaching the target (predicted duration ~ monotone in words)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if predicted_seconds(tts, _text_of(words[:mid]), speaker) >= target_s:
+            hi = mid
+        else:
+            lo = mid + 1
+    best = _text_of(words[:lo])
+    if lo > 1:
+        shorter = _text_of(words[: lo - 1])
+        if target_s - predicted_seconds(tts, shorter, speaker) < predicted_seconds(tts, best, speaker) - target_s:
+            best = shorter
+    return best
+
+
+# --------------------------------------------------------------------------------------- measuring
+def _run(tts, timer: TimedCodec, texts: list[str], mode: str, cfg: BenchConfig,
+         speaker: str | None) -> dict[str, Any]:
+    timer.seconds = 0.0
+    t0 = time.perf_counter()
+    results = tts.synthesize_batch(texts, voice=speaker, mode=mode, steps=cfg.steps, seed=cfg.seed,
+                                   check=None if mode == AUTO else False)
+    wall = time.perf_counter() - t0
+    out = {
+        "wall_s": wall, "codec_s": timer.seconds, "audio_s": sum(r.duration_s for r in results),
+        "forward_passes": float(np.mean([r.report["forward_passes"] for r in results])),
+        "steps": float(np.mean([r.report["steps"] for r in results])),
+        "chunks": float(np.mean([r.report["chunks"] for r in results])),
+    }
+    if mode == AUTO:
+        out["attempts"] = float(np.mean([len(r.report["attempts"]) for r in results]))
+        checks = [r.report["check"] for r in results if r.report.get("check") is not None]
+        out["passed"] = sum(bool(c["passed"]) for c in checks) / len(checks) if checks else None
+        out["first_path"] = sorted({r.report["first_path"] for r in results})
+    return out
+
+
+def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    wall = [r["wall_s"] for r in runs]
+    model = [r["wall_s"] - r["codec_s"] for r in runs]
+    audio = runs[0]["audio_s"]
+    med = statistics.median(wall)
+    out = {
+        "wall_s": [round(w, 4) for w in wall], "median_s": round(med, 4),
+        "codec_s": round(statistics.median(r["codec_s"] for r in runs), 4),
+        "rtf": round(med / audio, 4) if audio > 0 else None,
+        "rtf_model": round(statistics.median(model) / audio, 4) if audio > 0 else None,
+        "codec_share": round(statistics.median(r["codec_s"] for r in runs) / med, 4) if med > 0 else None,
+        "forward_passes": round(statistics.median(r["forward_passes"] for r in runs), 1),
+        "steps": round(statistics.median(r["steps"] for r in runs), 1),
+        "chunks": runs[0]["chunks"],
+    }
+    for key in ("attempts", "passed", "first_path"):
+        if key in runs[0]:
+            out[key] = runs[-1][key]
+    return out
+
+
+def run_bench(tts, cfg: BenchConfig | None = None, *, speaker: str | None = None, voice_name: str = "",
+              log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run every cell (target length x batch size) and return the JSON-able report (see module doc).
+
+    ``speaker`` is one of ``tts.voices`` (default: the first); ``voice_name`` only labels the report.
+    """
+    import torch
+
+    cfg = cfg or BenchConfig()
+    cfg.validate()
+    log = log or (lambda msg: None)
+    spk = tts.model.info.speaker_id(speaker) if speaker is not None else 0
+    texts: dict[tuple[float, int], str] = {}
+
+    def text_for(target: float, j: int) -> str:
+        # Item j of a batch starts at another sentence; 7 is prime to len(BENCH_SENTENCES) = 40.
+        key = (target, j)
+        if key not in texts:
+            texts[key] = build_text(tts, target, speaker=spk, offset=7 * j)
+        return texts[key]
+
+    inner = tts.codec
+    timer = tts.codec = TimedCodec(inner)
+    order: list[dict[str, Any]] = []
+    cells: list[dict[str, Any]] = []
+    t_start = time.perf_counter()
+    try:
+        if cfg.warmup:
+            for mode in cfg.modes(1):
+                _run(tts, timer, [text_for(min(cfg.lengths), 0)], mode, cfg, speaker)
+        for target in cfg.lengths:
+            for batch in cfg.batches:
+                batch_texts = [text_for(target, j) for j in range(batch)]
+                modes = cfg.modes(batch)
+                runs: dict[str, list[dict[str, Any]]] = {m: [] for m in modes}
+                for r in range(cfg.repeats):
+                    for mode in modes:  # interleaved: A B A B, so load drifts hit both modes alike
+                        runs[mode].append(_run(tts, timer, batch_texts, mode, cfg, speaker))
+                        order.append({"target_s": target, "batch": batch, "repeat": r, "mode": mode})
+                summary = {m: _summary(rs) for m, rs in runs.items()}
+                audio = runs[PARALLEL][0]["audio_s"]
+                par, ser = summary[PARALLEL]["median_s"], summary[SERIAL]["median_s"]
+                cells.append({
+                    "target_s": target, "batch": batch, "audio_s": round(audio / batch, 3),
+                    "audio_s_total": round(audio, 3), "texts": batch_texts, "modes": summary,
+                    "serial_over_parallel": round(ser / par, 3) if par > 0 else None,
+                })
+                log(f"{target:g} s x {batch}: audio {audio / batch:.2f} s, parallel {par:.3f} s, serial {ser:.3f} s")
+    finally:
+        tts.codec = inner
+    return {
+        "voice": voice_name, "codec": inner.name, "sample_rate": tts.sample_rate, "frame_rate": tts.frame_rate,
+        "speakers": list(tts.voices), "speaker": tts.voices[spk] if spk < len(tts.voices) else spk,
+        "lengths": list(cfg.lengths), "batches": list(cfg.batches), "repeats": cfg.repeats, "seed": cfg.seed,
+        "steps": cfg.steps, "auto": cfg.auto, "torch_threads": torch.get_num_threads(),
+        "cost_model": tts.cost.source, "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+        "python": platform.python_version(), "torch": torch.__version__,
+        "cells": cells, "order": order, "total_wall_s": round(time.perf_counter() - t_start, 2),
+    }
+
+
+# ------------------------------------------------------------------------------------------ output
+def _pair(cell: dict, key: str, fmt: str = "{}") -> str:
+    vals = [cell["modes"][m].get(key) for m in (PARALLEL, SERIAL)]
+    return " / ".join("-" if v is None else fmt.format(v) for v in vals)
+
+
+def markdown_table(report: dict[str, Any]) -> str:
+    """One row per cell; ``a / b`` columns are parallel / serial."""
+    auto = report.get("auto", False)
+    head = ["target s", "audio s", "batch", "parallel s", "serial s", "serial/parallel", "RTF par / ser",
+            "model-only RTF par / ser", "codec decode % par / ser", "passes par / ser", "steps par / ser"]
+    if auto:
+        head += ["auto s", "auto attempts"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
+    for c in report["cells"]:
+        m = c["modes"]
+        row = [f"{c['target_s']:g}", f"{c['audio_s']:.2f}", str(c["batch"]), f"{m[PARALLEL]['median_s']:.3f}",
+               f"{m[SERIAL]['median_s']:.3f}", "-" if c["serial_over_parallel"] is None else
+               f"{c['serial_over_parallel']:.2f}", _pair(c, "rtf", "{:.3f}"), _pair(c, "rtf_model", "{:.3f}"),
+               " / ".join("-" if m[k]["codec_share"] is None else f"{100 * m[k]['codec_share']:.0f}"
+                          for k in (PARALLEL, SERIAL)),
+               _pair(c, "forward_passes", "{:g}"), _pair(c, "steps", "{:g}")]
+        if auto:
+            row += [f"{m[AUTO]['median_s']:.3f}", f"{m[AUTO]['attempts']:g}"] if AUTO in m else ["-", "-"]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def _csv_of(kind: type, what: str) -> Callable[[str], tuple]:
+    def parse(text: str) -> tuple:
+        try:
+            values = tuple(kind(p) for p in text.split(",") if p.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} must be comma-separated numbers, got {text!r}") from None
+        if not values:
+            raise argparse.ArgumentTypeError(f"{what} must not be empty")
+        return values
+
+    return parse
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The bench options (shared by ``audiopd bench`` and ``python -m audiopd.eval.bench``; torch-free)."""
+    p.add_argument("--voice", default=None, help="voice artifact name or directory (default: default), a "
+                   "speaker of the default voice, or VOICE:SPEAKER")
+    p.add_argument("--lengths", type=_csv_of(float, "--lengths"), default=BenchConfig.lengths, metavar="S,S,...",
+                   help="target seconds per text (default: 1,2,5,10,20)")
+    p.add_argument("--batch", type=_csv_of(int, "--batch"), default=BenchConfig.batches, metavar="B,B,...",
+                   help="batch sizes (default: 1,8)")
+    p.add_argument("--repeats", type=int, default=BenchConfig.repeats, help="timed runs per mode and cell (default: 3)")
+    p.add_argument("--steps", type=int, default=None, metavar="K", help="level-0 step budget of parallel decoding")
+    p.add_argument("--seed", type=int, default=0, help="synthesis seed, the same in every run (default: 0)")
+    p.add_argument("--auto", action="store_true", help="also time the checked auto mode at batch 1")
+    p.add_argument("--threads", type=int, default=1, help="torch threads (default: 1)")
+    p.add_argument("--json", default=None, metavar="OUT.json", help="write the full report as JSON")
+
+
+def run_command(tts, speaker: str | None, args: argparse.Namespace) -> int:
+    """Body of ``audiopd bench`` once the voice is loaded: run, print the table, write the JSON."""
+    import torch
+
+    from audiopd.render.timestamps import write_text_atomic
+
+    if args.threads < 1:
+        raise BenchOptionError(f"--threads must be >= 1, got {args.threads}")
+    cfg = BenchConfig(lengths=tuple(args.lengths), batches=tuple(args.batch), repeats=args.repeats, auto=args.auto,
+                      steps=args.steps, seed=args.seed)
+    cfg.validate()
+    torch.set_num_threads(args.threads)
+    # --voice names a voice artifact, a speaker of the default voice, or VOICE:SPEAKER (audiopd.cli).
+    spec = args.voice or ""
+    name = (spec if speaker is None else spec.rpartition(":")[0] if ":" in spec else "") or "default"
+    report = run_bench(tts, cfg, speaker=speaker, voice_name=name,
+                       log=lambda m: print(m, file=sys.stderr, flush=True))
+    print(f"voice {report['voice']} (speaker {report['speaker']}), codec {report['codec']}, "
+          f"{report['torch_threads']} torch thread(s), {cfg.repeats} repeats, medians; "
+          f"RTF = wall / audio seconds of the whole batch; {report['total_wall_s']:.0f} s")
+    print(markdown_table(report))
+    if args.json:
+        write_text_atomic(args.json, json.dumps(report, indent=1) + "\n")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m audiopd.eval.bench``: the same command as ``audiopd bench``."""
+    from audiopd.cli import main as cli_main
+
+    return cli_main(["bench", *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
