@@ -375,5 +375,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
     tts, speaker = _load_voice(args.voice)
     return run_command(tts, speaker, args)
 
+
 if __name__ == "__main__":
     sys.exit(main())
