@@ -54,21 +54,22 @@ def main(argv: list[str] | None = None) -> int:
     timer = cc.Timer()
     rows = [r for r in cc.read_jsonl(cc.corpus_dir(args.data) / "manifest.jsonl") if r["split"] == "train"]
     random.Random(args.seed).shuffle(rows)
-    feats, frames, used = [], 0, []
+    feats, used = [], []
     for r in rows:
         path = feats_mod.feature_path(args.data, args.codec, r["voice"], r["id"])
-        if not path.is_file():
-            continue
-        f = feats_mod.load_features(path)
-        feats.append(f)
-        used.append(r)
-        frames += len(f.f0)
-        if frames >= args.max_frames:
-            break
-    if frames < cfg.cardinality * 20:
-        raise SystemExit(f"only {frames} frames of train features: run stage 04 first")
-    print(f"fitting on {frames} frames from {len(feats)} utterances")
+        if path.is_file():
+            feats.append(feats_mod.load_features(path))
+            used.append(r)
+    total = sum(len(f.f0) for f in feats)
+    if total < cfg.cardinality * 20:
+        raise SystemExit(f"only {total} frames of train features: run stage 04 first")
     vectors = prosody_relative_vectors(feats, cfg)
+    # A random subset of frames from every analysed utterance (not a subset of utterances): all voices
+    # and sentences shape the codebooks, while k-means stays minutes long.
+    rng = np.random.default_rng(args.seed)
+    vectors = vectors[rng.permutation(len(vectors))[: args.max_frames]]
+    frames = len(vectors)
+    print(f"fitting on {frames} of {total} frames from {len(feats)} utterances")
     books = fit_rvq(vectors, cfg.num_codebooks - 1, cfg.cardinality, iters=args.iters, seed=args.seed)
     out = Path(args.out) if args.out else REPO / "codecs" / args.codec
     cents = 1200 * np.log2(cfg.f0_ceil / cfg.f0_floor) / (cfg.f0_bins - 1)

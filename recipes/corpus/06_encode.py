@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     feats_mod = __import__("04_features")
     from audiopd.codec import load_codec
-    from audiopd.text import INVENTORY_VERSION, SYMBOL_TO_ID
+    from audiopd.text.symbols import INVENTORY_VERSION, SYMBOL_TO_ID
     from audiopd.train.shards import ShardMeta, Utterance, write_shard
 
     codec = load_codec(args.codec)
