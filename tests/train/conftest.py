@@ -5,15 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import torch
 from train_fixtures import META, make_utterances
 
 from audiopd.train.shards import write_shard
-
-
-# One thread: the machine is shared, and torch's multi-threaded kernels slow down badly (10x seen)
-# when cores are oversubscribed. Tiny fixture models gain nothing from threads anyway.
-torch.set_num_threads(1)
 
 
 @pytest.fixture
