@@ -17,6 +17,10 @@ has, so every speaker and mode speaks the same sentences and a rerun picks the s
 runs through the facade (``Synthesizer.synthesize_batch``) in batches of ``--batch`` texts with the
 same seed, in one process; the real-time factor is the wall time of those calls over the audio
 seconds they produced (batched, so it is a throughput figure).
+
+Cost: pocketsphinx recognition dominates, at roughly real time on the shared 2-core machine (1-5 s
+per clip; noise-like audio from a poor voice is the slowest), so ``--n 40`` with four speakers and
+two modes (480 clips of ~4 s) takes about half an hour: run it with nohup.
 """
 
 from __future__ import annotations
@@ -176,6 +180,7 @@ def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("par
                 tal.hyps.append(hyp)
                 tal.audio_s += audio.size / rate
                 utts.append(_utt(sp, TEACHER, s, refs[s.id], hyp, word_errors(refs[s.id], hyp)[0], audio.size / rate))
+            log(f"{sp} teacher: {len(sentences)} sentences recognised")
         else:
             warnings.append(f"speaker {sp!r} is not a corpus voice: no teacher audio, no gap")
         for mode in modes:
