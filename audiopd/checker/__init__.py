@@ -5,7 +5,6 @@
 """
 
 from audiopd.checker.config import CheckerConfig
-from audiopd.checker.score import score
-from audiopd.checker.verdict import Verdict, WordResult
+from audiopd.checker.score import Verdict, WordResult, score
 
 __all__ = ["CheckerConfig", "Verdict", "WordResult", "score"]
