@@ -17,6 +17,7 @@ spectral envelope by CheapTrick, aperiodicity by D4C.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,9 @@ from audiopd.config import from_dict
 from audiopd.errors import ArtifactError
 
 FORMAT_VERSION = 1
+
+# pyworld imports pkg_resources (deprecated); keep that warning off users' terminals.
+warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
 
 
 @dataclass(frozen=True)

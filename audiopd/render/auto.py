@@ -47,6 +47,9 @@ MODES = ("auto", PARALLEL, SERIAL)
 # checker(audio, sample_rate, text, durations_s=..., tokens=..., confidence=..., token_rate=...) -> verdict
 Checker = Callable[..., Any]
 
+# Delivered audio never exceeds this peak (see Renderer.to_audio).
+PEAK_LIMIT = 0.95
+
 
 @dataclass(frozen=True)
 class AutoConfig:
@@ -303,6 +306,11 @@ class Renderer:
         if n == 0:
             return np.zeros(0, dtype=np.float32)
         audio = np.asarray(self.codec.decode(codes[None].cpu().numpy()), dtype=np.float32)[0]
+        peak = float(np.abs(audio).max()) if audio.size else 0.0
+        if peak > PEAK_LIMIT:
+            # The vocoder can overshoot full scale where the teachers peak at ~0.8; a 16-bit file would clip.
+            # Documented normalisation: such a chunk is scaled down to PEAK_LIMIT, never hard-clipped.
+            audio *= PEAK_LIMIT / peak
         if audio.size >= want:
             return audio[:want].copy()
         return np.pad(audio, (0, want - audio.size))

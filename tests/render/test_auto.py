@@ -233,3 +233,30 @@ def test_a_checker_error_is_a_failed_attempt_not_a_crash(model) -> None:
     r.render_group(items, cond, mode="auto", steps=None, seed=0, group=0, checking=True, deadline=None)
     assert _modes(items[0]) == [(P, FULL), (P, FULL), (S, FULL)]  # no spans to repair
     assert all(a.passed is False and "audio is silent" in a.verdict["reasons"][0] for a in items[0].attempts)
+
+
+def test_decoded_audio_is_peak_limited_not_clipped() -> None:
+    """A vocoder overshooting full scale is scaled down to PEAK_LIMIT, keeping the waveform's shape."""
+    import numpy as np
+    import torch
+
+    from audiopd.decoding.parallel import ParallelConfig
+    from audiopd.decoding.serial import SerialConfig
+    from audiopd.render.auto import PEAK_LIMIT, AutoConfig, Renderer
+    from audiopd.render.cost import CostModel
+
+    class LoudCodec:
+        sample_rate, frame_rate = 16000, 100.0
+
+        def decode(self, codes):
+            t = np.arange(codes.shape[-1] * 160) / 16000
+            return (2.5 * np.sin(2 * np.pi * 200 * t))[None].astype(np.float32)
+
+    r = Renderer(None, LoudCodec(), parallel=ParallelConfig(), serial=SerialConfig(), auto=AutoConfig(),
+                 cost=CostModel(), checker=None)
+    audio = r.to_audio(torch.zeros(4, 10, dtype=torch.long))
+    assert audio.shape == (1600,)
+    assert abs(float(np.abs(audio).max()) - PEAK_LIMIT) < 1e-4
+    t = np.arange(1600) / 16000
+    assert np.allclose(audio, PEAK_LIMIT * np.sin(2 * np.pi * 200 * t) / np.abs(np.sin(2 * np.pi * 200 * t)).max(),
+                       atol=1e-4)
