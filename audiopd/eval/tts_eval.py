@@ -202,6 +202,8 @@ def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("par
                     u.update(forward_passes=tal.passes[-1], steps=tal.steps[-1])
                     if mode == "auto" and res.report.get("check") is not None:
                         u["check_passed"] = bool(res.report["check"]["passed"])
+                        u["attempts"] = len(res.report.get("attempts", []))
+                        u["delivered_mode"] = res.report.get("mode")
                     utts.append(u)
                     if wav_dir is not None:
                         write_audio(Path(wav_dir) / sp / mode / f"{s.id}.wav", res.audio, res.sample_rate)
@@ -222,11 +224,30 @@ def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("par
         t_wer = pooled[TEACHER].row("all", TEACHER, None)["wer"] if all_taught else None
         rows += [tal.row("all", system, t_wer) for system, tal in pooled.items()]
     return {
+        "auto": auto_summary(utts),
         "voice": voice_name, "codec": tts.codec.name,
         "data": str(data), "n": len(sentences), "seed": seed, "steps": steps, "batch": batch, "modes": modes,
         "speakers": speakers, "sentences": [{"id": s.id, "text": s.text} for s in sentences],
         "rows": rows, "utterances": utts, "warnings": warnings,
         "wall_s": round(time.perf_counter() - t_start, 2),
+    }
+
+
+def auto_summary(utts: list[dict[str, Any]], broken_wer: float = 0.5) -> dict[str, Any] | None:
+    """Issue 4's figures for auto mode: how often it escalated or fell back to serial, and how many outputs an
+    outside ASR finds broken (utterance WER > ``broken_wer``) were still delivered with ``passed = true``."""
+    auto = [u for u in utts if u["system"] == "auto" and "attempts" in u]
+    if not auto:
+        return None
+    n = len(auto)
+    broken = [u for u in auto if u["edits"] > broken_wer * max(1, u["ref_words"])]
+    return {
+        "n": n,
+        "escalated_share": round(sum(u["attempts"] > 1 for u in auto) / n, 3),
+        "serial_fallback_share": round(sum(u["delivered_mode"] == "serial" for u in auto) / n, 3),
+        "delivered_failing_share": round(sum(not u["check_passed"] for u in auto) / n, 3),
+        "asr_broken": len(broken),
+        "asr_broken_but_passed": sum(u["check_passed"] for u in broken),
     }
 
 
@@ -295,6 +316,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for w in report["warnings"]:
             print(f"warning: {w}")
         print(markdown_table(report))
+        if report.get("auto"):
+            print(f"auto mode: {report['auto']}")
         if args.out:
             write_text_atomic(args.out, json.dumps(report, indent=1) + "\n")
     except AudiopdError as exc:

@@ -236,3 +236,21 @@ def test_markdown_table_marks_missing_values() -> None:
     assert len(lines) == 4 and lines[0].startswith("| speaker | system |")
     assert lines[2] == "| slt | teacher | 2 | 10.0 | - | - | - | - |"
     assert lines[3] == "| slt | parallel | 2 | 12.5 | +2.50 | 11.0 | 8.0 | 0.25 |"
+
+
+def test_auto_summary_counts_escalations_fallbacks_and_broken_passes() -> None:
+    from audiopd.eval.tts_eval import auto_summary
+
+    def u(attempts, mode, passed, edits, words=4):
+        return {"system": "auto", "attempts": attempts, "delivered_mode": mode, "check_passed": passed,
+                "edits": edits, "ref_words": words}
+
+    utts = [u(1, "parallel", True, 0), u(3, "parallel", True, 3), u(4, "serial", False, 4),
+            {"system": "parallel", "edits": 0, "ref_words": 4}]
+    s = auto_summary(utts)
+    assert s["n"] == 3
+    assert s["escalated_share"] == round(2 / 3, 3)
+    assert s["serial_fallback_share"] == round(1 / 3, 3)
+    assert s["delivered_failing_share"] == round(1 / 3, 3)
+    assert s["asr_broken"] == 2 and s["asr_broken_but_passed"] == 1
+    assert auto_summary(utts[3:]) is None
