@@ -46,6 +46,10 @@ def write_audio(path: str | Path, audio: np.ndarray, sample_rate: int) -> Path:
     os.close(fd)
     try:
         sf.write(tmp, np.clip(audio, -1.0, 1.0), sample_rate, subtype="PCM_16", format="WAV")
+        # mkstemp creates 0600 files; give the output the permissions a plain open() would (umask applies).
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

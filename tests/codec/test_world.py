@@ -114,3 +114,4 @@ def test_artifact_round_trip_and_rejects_bad_version(tmp_path, small_codec: Worl
 def test_config_rejects_impossible_level0() -> None:
     with pytest.raises(ArtifactError):
         WorldCodecConfig(name="x", f0_bins=200, energy_bins=8, cardinality=1024)
+
