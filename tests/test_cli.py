@@ -196,10 +196,8 @@ def test_subcommands_are_registered() -> None:
 
 # ------------------------------------------------------------------------------------- phonemize
 def _frontend():
-    try:
-        from audiopd.text import phonemize
-    except ImportError:
-        pytest.skip("audiopd.text.phonemize (engineer A's frontend) is not available yet")
+    from audiopd.text import phonemize
+
     return phonemize
 
 
