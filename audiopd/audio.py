@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import soundfile as sf
 
 from audiopd.errors import AudioInputError
+from audiopd.fileio import atomic_path
 
 
 def read_audio(path: str | Path, *, expect_rate: int | None = None) -> tuple[np.ndarray, int]:
@@ -41,18 +40,6 @@ def write_audio(path: str | Path, audio: np.ndarray, sample_rate: int) -> Path:
     audio = np.asarray(audio, dtype=np.float32).reshape(-1)
     if audio.size == 0:
         raise AudioInputError(f"refusing to write an empty audio file to {path}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        sf.write(tmp, np.clip(audio, -1.0, 1.0), sample_rate, subtype="PCM_16", format="WAV")
-        # mkstemp creates 0600 files; give the output the permissions a plain open() would (umask applies).
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_path(path) as tmp:
+        sf.write(str(tmp), np.clip(audio, -1.0, 1.0), sample_rate, subtype="PCM_16", format="WAV")
     return path

@@ -282,7 +282,8 @@ def _load_voice(spec: str | None):
 
 @subcommand("say", help="synthesise speech from text into a WAV file", args=_say_args)
 def cmd_say(args: argparse.Namespace) -> int:
-    from audiopd.render.timestamps import timestamp_format, write_text_atomic, write_timestamps
+    from audiopd.fileio import write_text_atomic
+    from audiopd.render.timestamps import timestamp_format, write_timestamps
 
     # Validate everything cheap before loading a voice, and write nothing until synthesis succeeded.
     out = Path(args.output)

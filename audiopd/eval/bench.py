@@ -367,7 +367,7 @@ def run_command(tts, speaker: str | None, args: argparse.Namespace) -> int:
     """Body of ``audiopd bench`` once the voice is loaded: run, print the table, write the JSON."""
     import torch
 
-    from audiopd.render.timestamps import write_text_atomic
+    from audiopd.fileio import write_text_atomic
 
     if args.threads < 1:
         raise BenchOptionError(f"--threads must be >= 1, got {args.threads}")

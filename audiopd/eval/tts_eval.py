@@ -297,7 +297,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         import torch
 
         import audiopd
-        from audiopd.render.timestamps import write_text_atomic
+        from audiopd.fileio import write_text_atomic
 
         if args.threads < 1:
             raise EvalInputError(f"--threads must be >= 1, got {args.threads}")

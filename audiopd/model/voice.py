@@ -15,8 +15,6 @@ Artifact layout (``format_version`` 1)::
 from __future__ import annotations
 
 import dataclasses
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,7 @@ from torch import Tensor, nn
 from audiopd import artifacts
 from audiopd.config import from_dict, to_dict
 from audiopd.errors import ArtifactError
+from audiopd.fileio import atomic_path, write_text_atomic
 from audiopd.model.config import ModelConfig
 from audiopd.model.encoder import FrameCondition, FrameConditioner
 from audiopd.model.masked import MaskedCodecTransformer, SerialLevel0
@@ -110,21 +109,13 @@ class VoiceModel(nn.Module):
         return {"conditioner": n(self.conditioner), "masked": n(self.masked), "serial": n(self.serial)}
 
 
-def _atomic_write_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
-
-
 def save_voice(model: VoiceModel, directory: str | Path, *, extra: dict[str, Any] | None = None) -> Path:
     """Write a voice artifact directory (config.yaml + model.safetensors + SHA256SUMS)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    tmp = directory / ".model.safetensors.tmp"
-    save_file(state, str(tmp), metadata={"format_version": str(VOICE_FORMAT_VERSION)})
-    os.replace(tmp, directory / "model.safetensors")
+    with atomic_path(directory / "model.safetensors") as tmp:
+        save_file(state, str(tmp), metadata={"format_version": str(VOICE_FORMAT_VERSION)})
     info = to_dict(model.info)
     config = {
         "format_version": VOICE_FORMAT_VERSION,
@@ -134,7 +125,7 @@ def save_voice(model: VoiceModel, directory: str | Path, *, extra: dict[str, Any
     }
     if extra:
         config["training"] = extra
-    _atomic_write_text(directory / "config.yaml", yaml.safe_dump(config, sort_keys=False))
+    write_text_atomic(directory / "config.yaml", yaml.safe_dump(config, sort_keys=False))
     artifacts.write_checksums(directory)
     return directory
 

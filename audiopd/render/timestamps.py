@@ -10,8 +10,6 @@ or more (chunk joins, long punctuation pauses), so a cue never spans a silence.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -19,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from audiopd.errors import AudiopdError
+from audiopd.fileio import write_text_atomic
 
 FORMATS = {".srt": "srt", ".vtt": "vtt", ".json": "json"}
 
@@ -112,22 +111,6 @@ def render_timestamps(words: Sequence[WordTime], fmt: str, *, duration_s: float 
     if fmt == "json":
         return to_json(words, duration_s=duration_s)
     raise ValueError(f"unknown timestamps format {fmt!r}")
-
-
-def write_text_atomic(path: str | Path, text: str) -> Path:
-    """Write ``text`` via a temp file + rename, so a failure never leaves a partial file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
 
 
 def write_timestamps(path: str | Path, words: Sequence[WordTime], *, duration_s: float | None = None) -> Path:
