@@ -61,16 +61,6 @@ def phones_tsv(phones: list[tuple[str, float, float]]) -> str:
     return "phone\tstart_s\tend_s\n" + "".join(f"{p}\t{s:.3f}\t{e:.3f}\n" for p, s, e in phones)
 
 
-def read_phones(path: str | Path) -> list[tuple[str, float, float]]:
-    rows = []
-    with open(path, encoding="utf-8") as handle:
-        handle.readline()
-        for line in handle:
-            p, s, e = line.rstrip("\n").split("\t")
-            rows.append((p, float(s), float(e)))
-    return rows
-
-
 def render_one(voice: str, text: str, wav_path: Path, phones_path: Path) -> None:
     """Render ``text`` with ``voice``; write the wav and the phone table atomically."""
     wav_path.parent.mkdir(parents=True, exist_ok=True)

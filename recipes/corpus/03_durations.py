@@ -234,22 +234,13 @@ def frontend_tokens(phonemize, text: str) -> list[str]:
 def _align_item(args: tuple) -> dict:
     """Worker: one utterance -> one durations.jsonl row (top-level so a process pool can pickle it)."""
     data, row, tokens = args
-    phones = _read_phones(Path(data) / row["phones"])
+    phones = cc.read_phones(Path(data) / row["phones"])
     result = token_durations(tokens, phones, float(row["seconds"]))
     return {"id": row["id"], "voice": row["voice"], "split": row["split"], "tokens": list(result.tokens),
             "durations_s": list(result.durations_s), "match_rate": result.match_rate,
             "substitutions": result.substitutions, "deletions": result.deletions,
             "insertions": result.insertions, "flite_end_s": phones[-1][2]}
 
-
-def _read_phones(path: Path) -> list[tuple[str, float, float]]:
-    rows = []
-    with open(path, encoding="utf-8") as handle:
-        handle.readline()
-        for line in handle:
-            p, s, e = line.rstrip("\n").split("\t")
-            rows.append((p, float(s), float(e)))
-    return rows
 
 
 def summarise(rows: list[dict]) -> dict:

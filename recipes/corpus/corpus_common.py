@@ -104,6 +104,17 @@ def read_sentences(data: str | Path) -> list[tuple[str, str, str]]:
     return rows
 
 
+def read_phones(path: str | Path) -> list[tuple[str, float, float]]:
+    """Rows (phone, start_s, end_s) of a phones tsv written by stage 02."""
+    rows = []
+    with open(path, encoding="utf-8") as handle:
+        handle.readline()
+        for line in handle:
+            p, s, e = line.rstrip("\n").split("\t")
+            rows.append((p, float(s), float(e)))
+    return rows
+
+
 class Timer:
     """Wall-clock timer for the README's per-stage build times."""
 

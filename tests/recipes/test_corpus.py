@@ -169,7 +169,7 @@ def test_render_two_sentences_end_to_end(tmp_path: Path) -> None:
         info = sf.info(str(data / row["wav"]))
         assert info.samplerate == 16000 and info.channels == 1 and info.subtype == "PCM_16"
         assert row["seconds"] == pytest.approx(info.frames / 16000, abs=1e-3) and row["seconds"] > 0.5
-        phones = render.read_phones(data / row["phones"])
+        phones = render.cc.read_phones(data / row["phones"])
         assert phones[0][0] == "pau" and phones[-1][0] == "pau" and len(phones) > 8
     # Resumable: a second run is a no-op because of the done-marker; --force re-renders nothing present.
     stamp = (data / manifest[0]["wav"]).stat().st_mtime_ns
