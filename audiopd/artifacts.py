@@ -18,6 +18,15 @@ from audiopd.errors import ArtifactError
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+def require_format_version(found: object, supported: int | tuple[int, ...], *, what: str, where: str) -> None:
+    """Raise ``ArtifactError`` unless ``found`` is a format version this audiopd reads."""
+    known = supported if isinstance(supported, tuple) else (supported,)
+    if found not in known:
+        raise ArtifactError(
+            f"{where}: {what} format_version {found!r} is not supported (this audiopd reads {', '.join(map(str, known))})"
+        )
+
+
 def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from audiopd.artifacts import require_format_version
 from audiopd.codec.base import Codec
 from audiopd.codec.registry import register
 from audiopd.config import from_dict
@@ -198,11 +199,7 @@ class EncodecCodec(Codec):
 def _load(directory: Path, cfg: dict) -> Codec:
     where = str(directory / "config.yaml")
     config = from_dict(EncodecConfig, cfg, where=where)
-    if config.format_version != FORMAT_VERSION:
-        raise ArtifactError(
-            f"{where}: EnCodec codec format_version {config.format_version} is not supported "
-            f"(this audiopd reads version {FORMAT_VERSION})"
-        )
+    require_format_version(config.format_version, FORMAT_VERSION, what="EnCodec codec", where=where)
     try:
         bandwidth_to_levels(config.bandwidth)
     except ValueError as exc:

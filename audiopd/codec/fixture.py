@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from audiopd.artifacts import write_checksums
+from audiopd.artifacts import require_format_version, write_checksums
 from audiopd.codec.base import Codec
 from audiopd.codec.registry import register
 from audiopd.config import from_dict, to_dict
@@ -218,11 +218,7 @@ def write_fixture_artifact(directory: str | Path, **config: Any) -> Path:
 def _load(directory: Path, cfg: dict) -> Codec:
     where = str(directory / "config.yaml")
     config = from_dict(FixtureConfig, cfg, where=where)
-    if config.format_version != FORMAT_VERSION:
-        raise ArtifactError(
-            f"{where}: fixture codec format_version {config.format_version} is not supported "
-            f"(this audiopd reads version {FORMAT_VERSION})"
-        )
+    require_format_version(config.format_version, FORMAT_VERSION, what="fixture codec", where=where)
     try:
         codec = FixtureCodec(config.sample_rate, config.frame_rate, config.seed, name=directory.name)
     except ValueError as exc:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from audiopd.artifacts import require_format_version
 from audiopd.codec.base import Codec
 from audiopd.codec.registry import register
 from audiopd.config import from_dict
@@ -59,11 +60,7 @@ class WorldCodecConfig:
     description: str = ""
 
     def __post_init__(self) -> None:
-        if self.format_version != FORMAT_VERSION:
-            raise ArtifactError(
-                f"world codec {self.name!r}: format_version {self.format_version} is not supported "
-                f"(this audiopd reads {FORMAT_VERSION})"
-            )
+        require_format_version(self.format_version, FORMAT_VERSION, what="world codec", where=repr(self.name))
         if (self.f0_bins + 1) * self.energy_bins > self.cardinality:
             raise ArtifactError("world codec: (f0_bins + 1) * energy_bins exceeds the cardinality")
 

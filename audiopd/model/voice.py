@@ -140,10 +140,7 @@ def load_voice(name_or_dir: str | Path, *, map_location: str = "cpu") -> VoiceMo
     if not isinstance(cfg, dict):
         raise ArtifactError(f"{directory}/config.yaml is not a mapping")
     version = cfg.get("format_version")
-    if version not in SUPPORTED_VOICE_VERSIONS:
-        raise ArtifactError(
-            f"{directory}: voice format_version {version!r} is not supported (known: {SUPPORTED_VOICE_VERSIONS})"
-        )
+    artifacts.require_format_version(version, SUPPORTED_VOICE_VERSIONS, what="voice", where=str(directory))
     if cfg.get("kind") != "voice":
         raise ArtifactError(f"{directory}: kind is {cfg.get('kind')!r}, expected 'voice'")
     artifacts.verify_checksums(directory)
