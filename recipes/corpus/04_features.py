@@ -60,8 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     def extra(p):
         p.add_argument("--codec", default="world16k", help="codec config name under conf/")
         p.add_argument("--jobs", type=int, default=2)
-        p.add_argument("--splits", default="train,test", help="comma-separated splits to analyse")
-        p.add_argument("--max-train-sentences", type=int, default=1500,
+        p.add_argument("--splits", default="train", help="comma-separated splits to analyse (the test split is evaluated from its wavs)")
+        p.add_argument("--max-train-sentences", type=int, default=800,
                        help="analyse only this many train sentences (lowest ids, every voice); 0 = all")
 
     args = cc.stage_args(__doc__.splitlines()[0], argv, extra)

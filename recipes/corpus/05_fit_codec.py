@@ -37,8 +37,8 @@ Fitted by `recipes/corpus/05_fit_codec.py` on {frames} frames of the corpus's tr
 def main(argv: list[str] | None = None) -> int:
     def extra(p):
         p.add_argument("--codec", default="world16k")
-        p.add_argument("--max-frames", type=int, default=300_000)
-        p.add_argument("--iters", type=int, default=15)
+        p.add_argument("--max-frames", type=int, default=200_000)
+        p.add_argument("--iters", type=int, default=10)
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--out", default=None, help="artifact directory (default: <repo>/codecs/<codec>)")
 
