@@ -86,6 +86,22 @@ def _nothing_to_speak(text: str) -> NothingToSpeakError:
     return NothingToSpeakError(f"text {shown!r} contains no speakable words (only symbols or punctuation)")
 
 
+_SENTENCE_END = frozenset(".!?")
+
+
+def _is_initial_article(items: list[str], i: int, started: bool) -> bool:
+    """Is ``items[i]`` a sentence-initial capital "A" that is the article, not the letter name?
+
+    The G2P reads a lone capital as a letter name ("A B Smith", "vitamin A"), which is right
+    mid-sentence, where the article is written "a". At a sentence start "A" is the article when
+    a real word follows ("A cat", "A Tale"), not another initial ("A B Smith").
+    """
+    if items[i] != "A" or (started and items[i - 1] not in _SENTENCE_END):
+        return False
+    nxt = items[i + 1] if i + 1 < len(items) else ""
+    return len(nxt) >= 2 and any(c.isalpha() for c in nxt) and not nxt.isupper()
+
+
 def phonemize(text: str) -> Phonemized:
     """Normalise ``text`` and turn it into phoneme tokens, ids and word spans.
 
@@ -98,12 +114,13 @@ def phonemize(text: str) -> Phonemized:
     tokens: list[str] = [BOS]
     words: list[WordSpan] = []
     pending_punct: str | None = None
-    for item in _items(normalized):
+    items = list(_items(normalized))
+    for i, item in enumerate(items):
         if item in _PUNCT:
             if words:  # leading punctuation carries no pause worth a token
                 pending_punct = item
             continue
-        phones = g2p_word(item)
+        phones = g2p_word("a" if _is_initial_article(items, i, bool(words)) else item)
         if not phones:  # cannot happen after normalisation, but a word must never be empty
             continue
         if words:

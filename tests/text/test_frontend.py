@@ -99,3 +99,22 @@ def test_rejects_non_string() -> None:
 )
 def test_spoken_words(text: str, words: list[str]) -> None:
     assert spoken_words(text) == words
+
+
+@pytest.mark.parametrize(
+    "text, word_index, first_phone",
+    [
+        ("A cat sat.", 0, "AH0"),  # sentence-initial article
+        ("It ran. A dog barked.", 2, "AH0"),  # article after a sentence end
+        ("A Tale of Two Cities.", 0, "AH0"),  # capitalised title word still makes it the article
+        ("A. B. Smith wrote it.", 0, "EY1"),  # an initial followed by another initial
+        ("Plan A is fine.", 1, "EY1"),  # mid-sentence capital A is the letter
+        ("Take vitamin A.", 2, "EY1"),
+        ("A USA trip.", 0, "EY1"),  # followed by an acronym: read as letters (ambiguous; letter name kept)
+    ],
+)
+def test_capital_a_article_or_letter(text: str, word_index: int, first_phone: str) -> None:
+    ph = phonemize(text)
+    w = ph.words[word_index]
+    assert w.word == "a"
+    assert ph.tokens[w.start] == first_phone
