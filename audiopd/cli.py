@@ -333,6 +333,8 @@ def _check_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("audio", metavar="AUDIO.wav", help="audio file to check")
     p.add_argument("--text", required=True, help="the text the audio should say")
     p.add_argument("--json", action="store_true", help="print the full verdict as JSON")
+    p.add_argument("--voice", default=None, metavar="NAME_OR_DIR",
+                   help="use this voice artifact's checker thresholds (its checker.yaml; default: the defaults)")
 
 
 @subcommand("check", help="check that audio says the given text (exit 0 pass, 1 fail, 2 bad input)",
@@ -345,7 +347,14 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     phonemize(args.text)  # unspeakable reference text is bad input (exit 2), not a failed check
     audio, rate = read_audio(args.audio)
-    verdict = verdict_to_dict(audiopd.check(audio, rate, args.text))
+    kwargs = {}
+    if args.voice is not None:
+        from audiopd.model.voice import load_checker_config  # imports torch: only when asked for
+
+        config = load_checker_config(args.voice)
+        if config is not None:
+            kwargs["config"] = config
+    verdict = verdict_to_dict(audiopd.check(audio, rate, args.text, **kwargs))
     if args.json:
         sys.stdout.write(report_json(verdict))
     else:
@@ -375,6 +384,41 @@ def cmd_bench(args: argparse.Namespace) -> int:
         _check_writable_dir(target.parent)
     tts, speaker = _load_voice(args.voice)
     return run_command(tts, speaker, args)
+
+
+# ------------------------------------------------------------------------------------------ serve
+def _serve_args(p: argparse.ArgumentParser) -> None:
+    from audiopd.serve.request import DEFAULT_HOST, DEFAULT_MAX_CHARS, DEFAULT_PORT  # torch-free
+
+    p.add_argument("--host", default=DEFAULT_HOST,
+                   help="address to listen on (default: %(default)s; 0.0.0.0 for every interface)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT,
+                   help="TCP port, 0 for any free one (default: %(default)s)")
+    p.add_argument("--voice", default=None, help="voice artifact name or directory (default: default), a "
+                   "speaker of the default voice, or VOICE:SPEAKER; requests may name another speaker")
+    p.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS, metavar="N",
+                   help="longest text accepted; longer requests get 413 (default: %(default)s)")
+    p.add_argument("--threads", type=int, default=None, metavar="N", help="torch threads (default: torch's choice)")
+
+
+@subcommand("serve", help="serve speech over HTTP: GET /health, GET /voices, POST /synthesize", args=_serve_args)
+def cmd_serve(args: argparse.Namespace) -> int:
+    from audiopd.serve.app import make_server, run_server, voice_label
+
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port} is out of range 0..65535")
+    if args.max_chars < 1:
+        raise UsageError(f"--max-chars must be >= 1, got {args.max_chars}")
+    if args.threads is not None:
+        if args.threads < 1:
+            raise UsageError(f"--threads must be >= 1, got {args.threads}")
+        import torch
+
+        torch.set_num_threads(args.threads)
+    tts, speaker = _load_voice(args.voice)
+    server = make_server(tts, args.host, args.port, args.max_chars, voice_name=voice_label(args.voice, speaker),
+                         speaker=speaker)
+    return run_server(server)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,196 @@
+"""Torch-free pieces of the HTTP server: request parsing and validation, WAV bytes, compact reports.
+
+Kept apart from the handler so ``audiopd serve --help`` and these helpers never import torch, and so
+the rules a request must follow can be read (and tested) in one place. Every rejection is a
+``RequestError`` carrying the HTTP status and a one-line message for the ``{"error": ...}`` body.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs
+
+import numpy as np
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+DEFAULT_MAX_CHARS = 5000
+# A request body is a small JSON object; 5000 characters of text need at most ~30 KB even if every
+# character is a \uXXXX escape. 1 MiB leaves room for any sane --max-chars and refuses floods.
+DEFAULT_MAX_BODY_BYTES = 1 << 20
+# Same choices as `audiopd say --mode` (audiopd.render.auto.MODES, which imports torch).
+MODES = ("auto", "parallel", "serial")
+FORMATS = ("wav", "json")
+REPORT_HEADER = "X-Audiopd-Report"
+# Stay far below common proxy/client header limits (8 KiB per line in nginx and Python's http.client
+# allows 64 KiB); a long multi-chunk report loses its reasons first, then the rest of its detail.
+MAX_HEADER_CHARS = 4096
+
+# Field -> accepted JSON types. bool is a subclass of int in Python, so it is refused explicitly below.
+_FIELDS: dict[str, tuple[type, ...]] = {
+    "text": (str,), "voice": (str,), "mode": (str,), "steps": (int,), "seed": (int,), "speed": (int, float),
+    "format": (str,),
+}
+_NUMBER_PARSERS = {"steps": int, "seed": int, "speed": float}
+
+
+class RequestError(Exception):
+    """A request the server refuses: ``status`` (4xx) and a one-line ``message``."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass(frozen=True)
+class SynthesisRequest:
+    """A validated ``/synthesize`` request. Ranges (steps, speed, seed) are checked by the facade."""
+
+    text: str
+    voice: str | None = None
+    mode: str = "auto"
+    steps: int | None = None
+    seed: int | None = None
+    speed: float = 1.0
+    format: str = "wav"
+
+
+def parse_json_body(raw: bytes) -> dict[str, Any]:
+    """A POST body -> the JSON object it holds, or RequestError 400."""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise RequestError(400, "the request body is not UTF-8") from None
+    except json.JSONDecodeError as exc:
+        raise RequestError(400, f"the request body is not valid JSON: {exc.msg} at line {exc.lineno} "
+                                f"column {exc.colno}") from None
+    if not isinstance(data, dict):
+        raise RequestError(400, f"the request body must be a JSON object, not {type(data).__name__}")
+    return data
+
+
+def parse_query(query: str) -> dict[str, Any]:
+    """A query string -> fields with numbers converted (``steps=8`` -> 8), or RequestError 400."""
+    try:
+        pairs = parse_qs(query, keep_blank_values=True, strict_parsing=False, errors="strict")
+    except UnicodeDecodeError:
+        raise RequestError(400, "the query string is not UTF-8") from None
+    fields: dict[str, Any] = {}
+    for key, values in pairs.items():
+        if len(values) != 1:
+            raise RequestError(400, f"query parameter {key!r} is given {len(values)} times")
+        value = values[0]
+        if key in _NUMBER_PARSERS:
+            try:
+                fields[key] = _NUMBER_PARSERS[key](value)
+            except ValueError:
+                kind = "an integer" if _NUMBER_PARSERS[key] is int else "a number"
+                raise RequestError(400, f"{key} must be {kind}, got {value!r}") from None
+        else:
+            fields[key] = value
+    return fields
+
+
+def build_request(fields: dict[str, Any], *, voices: Sequence[str], max_chars: int) -> SynthesisRequest:
+    """Check the fields of a request (types, known names, text length) -> SynthesisRequest.
+
+    Unknown fields are refused rather than ignored, so a typo such as ``"txt"`` or ``"sped"`` is reported
+    instead of silently synthesising with defaults.
+    """
+    unknown = sorted(set(fields) - set(_FIELDS))
+    if unknown:
+        raise RequestError(400, f"unknown field(s) {', '.join(map(repr, unknown))}; "
+                                f"known: {', '.join(_FIELDS)}")
+    for key, value in fields.items():
+        types = _FIELDS[key]
+        if value is None:
+            continue  # explicit null = the default (a null text is caught below as missing)
+        if isinstance(value, bool) or not isinstance(value, types):
+            want = "a string" if str in types else "a number" if float in types else "an integer"
+            raise RequestError(400, f"{key} must be {want}, got {json.dumps(value)[:40]}")
+    text = fields.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise RequestError(400, "missing or empty 'text'")
+    if len(text) > max_chars:
+        raise RequestError(413, f"text has {len(text)} characters, more than this server's limit of {max_chars}")
+    voice = fields.get("voice")
+    if voice is not None and voice not in voices:
+        raise RequestError(400, f"unknown voice {voice!r} (available: {', '.join(voices) or 'none'})")
+    mode = fields.get("mode") or "auto"
+    if mode not in MODES:
+        raise RequestError(400, f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    fmt = fields.get("format") or "wav"
+    if fmt not in FORMATS:
+        raise RequestError(400, f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    speed = fields.get("speed")
+    if speed is not None and not math.isfinite(speed):
+        raise RequestError(400, f"speed must be a finite number, got {speed!r}")
+    return SynthesisRequest(text=text, voice=voice, mode=mode, steps=fields.get("steps"), seed=fields.get("seed"),
+                            speed=1.0 if speed is None else float(speed), format=fmt)
+
+
+# ------------------------------------------------------------------------------------------ responses
+def wav_bytes(audio: np.ndarray, sample_rate: int) -> bytes:
+    """Mono float audio -> a 16-bit PCM WAV file in memory (the same encoding as ``Result.write``)."""
+    import soundfile as sf  # lazy: `audiopd --help` builds this module's CLI options without it
+
+    buf = io.BytesIO()
+    samples = np.clip(np.asarray(audio, dtype=np.float32).reshape(-1), -1.0, 1.0)
+    sf.write(buf, samples, int(sample_rate), subtype="PCM_16", format="WAV")
+    return buf.getvalue()
+
+
+def plain(obj: Any) -> Any:
+    """A report made JSON-safe: numpy scalars/arrays and tuples become plain, NaN/inf become null.
+
+    Python's json writes NaN as a bare ``NaN`` token that strict JSON parsers (browsers) reject.
+    """
+    if isinstance(obj, dict):
+        return {str(k): plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [plain(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return plain(obj.tolist())
+    if isinstance(obj, np.generic):
+        return plain(obj.item())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if hasattr(obj, "to_dict"):
+        return plain(obj.to_dict())
+    return obj
+
+
+# The header keeps the summary fields; per-attempt and per-chunk detail lives in format=json.
+_HEADER_KEYS = ("voice", "seed", "requested_mode", "mode", "first_path", "steps", "forward_passes",
+                "audio_seconds", "wall_seconds", "chunks", "speed", "budget_exhausted", "checker", "warnings")
+
+
+def compact_report(report: dict[str, Any]) -> dict[str, Any]:
+    """The summary of a synthesis report for the ``X-Audiopd-Report`` header."""
+    out = {k: report[k] for k in _HEADER_KEYS if k in report}
+    check = report.get("check")
+    out["check"] = None if check is None else {k: check.get(k) for k in ("passed", "score", "reasons")}
+    return plain(out)
+
+
+def report_header(report: dict[str, Any]) -> str:
+    """Compact ASCII JSON of the report summary, at most MAX_HEADER_CHARS characters."""
+    summary = compact_report(report)
+    text = json.dumps(summary, separators=(",", ":"))  # ensure_ascii: header values must be latin-1
+    if len(text) > MAX_HEADER_CHARS and summary.get("check"):
+        reasons = summary["check"].pop("reasons") or []
+        summary["check"]["reasons_dropped"] = len(reasons)
+        text = json.dumps(summary, separators=(",", ":"))
+    if len(text) > MAX_HEADER_CHARS:
+        check = summary.get("check")
+        summary = {k: summary.get(k) for k in ("mode", "steps", "forward_passes", "audio_seconds", "wall_seconds")}
+        summary["check"] = None if check is None else {"passed": check["passed"], "score": check["score"]}
+        summary["truncated"] = True
+        text = json.dumps(summary, separators=(",", ":"))
+    return text

@@ -1,0 +1,79 @@
+"""`audiopd serve`: a real process on a tiny voice artifact, clean Ctrl-C/SIGTERM shutdown, usage errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+from serve_fixtures import tiny_model
+
+from audiopd.cli import main
+from audiopd.codec.fixture import write_fixture_artifact
+from audiopd.model.voice import save_voice
+
+
+@pytest.fixture
+def artifacts(tmp_path, monkeypatch) -> dict[str, str]:
+    """A tiny voice named ``default`` and its fixture codec on temporary artifact search paths."""
+    write_fixture_artifact(tmp_path / "codecs" / "fx")
+    save_voice(tiny_model(), tmp_path / "voices" / "default")
+    env = {"AUDIOPD_CODECS_PATH": str(tmp_path / "codecs"), "AUDIOPD_VOICES_PATH": str(tmp_path / "voices")}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return env
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_serve_prints_its_url_answers_and_stops_cleanly(artifacts, sig) -> None:
+    env = {**os.environ, **artifacts, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "audiopd.cli", "serve", "--port", "0", "--voice", "bob",
+                             "--threads", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = proc.stdout.readline()  # blocks until the voice is loaded and the socket bound
+        assert "serving at http://127.0.0.1:" in line, (line, proc.poll())
+        url = line.split("serving at ")[1].split()[0]
+        with urllib.request.urlopen(url + "health", timeout=30) as resp:
+            health = json.loads(resp.read())
+        assert health["voice"] == "default" and health["speaker"] == "bob" and health["sample_rate"] == 16000
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert "shutting down" in out and "Traceback" not in err
+    assert "GET /health" in err  # the access log
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["serve", "--port", "70000"], "--port 70000 is out of range"),
+    (["serve", "--max-chars", "0"], "--max-chars must be >= 1"),
+    (["serve", "--threads", "0"], "--threads must be >= 1"),
+    (["serve", "--port", "x"], "invalid int value"),
+    (["serve", "--voice", "carol"], "unknown voice 'carol'"),
+])
+def test_serve_usage_errors_exit_2_with_one_line(artifacts, capsys, argv, needle: str) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("audiopd: error: ") and err.count("\n") == 1 and needle in err, err
+
+
+def test_serve_on_a_busy_port_is_a_one_line_error(artifacts, capsys) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        assert main(["serve", "--port", str(busy.getsockname()[1])]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("audiopd: error: cannot listen on 127.0.0.1:") and err.count("\n") == 1, err
+
+
+def test_serve_is_listed_in_help(capsys) -> None:
+    assert main(["--help"]) == 0
+    assert "serve" in capsys.readouterr().out

@@ -1,0 +1,237 @@
+"""The HTTP server end to end over real sockets: endpoints, audio, reports, every error status, locking."""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import io
+import json
+import threading
+import time
+
+import numpy as np
+import pytest
+import soundfile as sf
+from serve_fixtures import SR, TEXT, expected_samples, request
+
+import audiopd
+from audiopd.errors import AudiopdError
+from audiopd.serve.app import make_server
+from audiopd.serve.request import REPORT_HEADER
+
+SUMMARY_KEYS = {"mode", "steps", "forward_passes", "audio_seconds", "wall_seconds", "check"}
+
+
+def _wav(body: bytes) -> tuple[np.ndarray, int, str]:
+    assert body[:4] == b"RIFF" and body[8:12] == b"WAVE"
+    info = sf.info(io.BytesIO(body))
+    audio, rate = sf.read(io.BytesIO(body), dtype="float32")
+    return audio, rate, info.subtype
+
+
+def _error(reply, status: int, needle: str = "") -> str:
+    assert reply.status == status, (reply.status, reply.body)
+    message = reply.json()["error"]
+    assert isinstance(message, str) and message and "\n" not in message and needle in message, message
+    return message
+
+
+# ------------------------------------------------------------------------------------------ GET
+def test_health_reports_voice_rate_and_version(server) -> None:
+    reply = request(server, "/health")
+    assert reply.status == 200
+    assert reply.json() == {"status": "ok", "voice": "default", "speaker": "alice", "sample_rate": SR,
+                            "version": audiopd.__version__}
+
+
+def test_voices_lists_the_speakers(server) -> None:
+    reply = request(server, "/voices")
+    assert reply.status == 200 and reply.json() == ["alice", "bob"]
+
+
+# ------------------------------------------------------------------------------------ synthesis
+def test_post_wav_returns_16bit_audio_and_a_report_header(server) -> None:
+    reply = request(server, "/synthesize", payload={"text": TEXT, "seed": 3})
+    assert reply.status == 200 and reply.headers.get_content_type() == "audio/wav"
+    audio, rate, subtype = _wav(reply.body)
+    assert rate == SR and subtype == "PCM_16"
+    assert audio.size == expected_samples(TEXT) and np.abs(audio).max() > 0
+    report = json.loads(reply.headers[REPORT_HEADER])
+    assert SUMMARY_KEYS <= set(report) and "attempts" not in report
+    assert report["requested_mode"] == "auto" and report["seed"] == 3 and report["voice"] == "alice"
+    assert report["audio_seconds"] == pytest.approx(audio.size / SR)
+    assert report["forward_passes"] > 0 and report["wall_seconds"] > 0
+    # Auto mode checked the output (the stub passes it), so the header carries the verdict.
+    assert report["check"] == {"passed": True, "score": 0.9, "reasons": []}
+
+
+def test_json_format_carries_the_same_audio_as_wav_for_a_fixed_seed(server) -> None:
+    fields = {"text": TEXT, "mode": "parallel", "steps": 4, "seed": 11}
+    wav = request(server, "/synthesize", payload=fields)
+    reply = request(server, "/synthesize", payload={**fields, "format": "json"})
+    assert wav.status == reply.status == 200
+    data = reply.json()
+    assert data["sample_rate"] == SR
+    assert base64.b64decode(data["audio_wav_base64"]) == wav.body
+    report = data["report"]
+    assert report["mode"] == "parallel" and report["seed"] == 11 and 1 <= report["steps"] <= 4
+    assert len(report["attempts"]) == 1 and report["check"] is None  # fixed modes do not check by default
+    other = request(server, "/synthesize", payload={**fields, "seed": 12})
+    assert other.status == 200 and other.body != wav.body
+
+
+def test_get_with_a_query_string_picks_speaker_mode_and_speed(server) -> None:
+    base = request(server, "/synthesize?text=Good+morning.&mode=serial&seed=1")
+    fast = request(server, "/synthesize?text=Good%20morning.&voice=bob&mode=serial&seed=1&speed=2")
+    assert base.status == fast.status == 200
+    report = json.loads(fast.headers[REPORT_HEADER])
+    assert report["voice"] == "bob" and report["mode"] == "serial" and report["speed"] == 2.0
+    assert _wav(base.body)[0].size == expected_samples("Good morning.") > _wav(fast.body)[0].size
+
+
+def test_server_default_speaker_applies_when_a_request_names_none(start_server, synth) -> None:
+    server = start_server(speaker="bob", voice_name="myvoice")
+    health = request(server, "/health").json()
+    assert health["speaker"] == "bob" and health["voice"] == "myvoice"
+    reply = request(server, "/synthesize", payload={"text": "Yes.", "mode": "parallel", "seed": 0})
+    assert json.loads(reply.headers[REPORT_HEADER])["voice"] == "bob"
+    with pytest.raises(AudiopdError, match="unknown speaker 'carol'"):
+        make_server(synth, "127.0.0.1", 0, speaker="carol")
+
+
+# ---------------------------------------------------------------------------------------- errors
+@pytest.mark.parametrize("body, needle", [
+    (b"{not json", "not valid JSON"),
+    (b"\xff\xfe", "not UTF-8"),
+    (b'["a list"]', "must be a JSON object"),
+    (b"{}", "missing or empty 'text'"),
+    (b'{"text": "   "}', "missing or empty 'text'"),
+    (b'{"text": null}', "missing or empty 'text'"),
+    (b'{"text": 5}', "text must be a string"),
+    (b'{"text": "!!! ???"}', "speakable"),
+    (b'{"text": "hi", "voice": "carol"}', "unknown voice 'carol'"),
+    (b'{"text": "hi", "mode": "fast"}', "mode must be one of"),
+    (b'{"text": "hi", "format": "mp3"}', "format must be one of"),
+    (b'{"text": "hi", "steps": "8"}', "steps must be an integer"),
+    (b'{"text": "hi", "steps": 2.5}', "steps must be an integer"),
+    (b'{"text": "hi", "steps": true}', "steps must be an integer"),
+    (b'{"text": "hi", "mode": "parallel", "steps": 0}', "steps must be an integer in 1..256"),
+    (b'{"text": "hi", "mode": "parallel", "seed": -1}', "seed must be a non-negative integer"),
+    (b'{"text": "hi", "mode": "parallel", "speed": 10}', "speed must be between"),
+    (b'{"text": "hi", "speed": NaN}', "finite"),
+    (b'{"text": "hi", "txt": "typo"}', "unknown field(s) 'txt'"),
+])
+def test_bad_post_bodies_get_400(server, body: bytes, needle: str) -> None:
+    _error(request(server, "/synthesize", method="POST", body=body), 400, needle)
+
+
+@pytest.mark.parametrize("query, needle", [
+    ("", "missing or empty 'text'"),
+    ("text=hi&steps=abc", "steps must be an integer"),
+    ("text=hi&speed=fast", "speed must be a number"),
+    ("text=hi&text=again", "given 2 times"),
+    ("text=hi&voice=carol", "unknown voice"),
+])
+def test_bad_queries_get_400(server, query: str, needle: str) -> None:
+    _error(request(server, "/synthesize?" + query), 400, needle)
+
+
+def test_too_long_text_and_too_large_bodies_get_413(start_server) -> None:
+    server = start_server(max_chars=20, max_body_bytes=2000)
+    assert request(server, "/synthesize", payload={"text": "x" * 20, "mode": "parallel"}).status == 200
+    _error(request(server, "/synthesize", payload={"text": "word " * 5}), 413, "limit of 20")
+    _error(request(server, "/synthesize?text=" + "a" * 21), 413, "more than this server's limit")
+    _error(request(server, "/synthesize", payload={"text": "hi", "voice": "v" * 3000}), 413, "exceeds the limit")
+
+
+def test_unknown_paths_get_404_and_wrong_methods_405(server) -> None:
+    _error(request(server, "/nope"), 404, "/nope")
+    _error(request(server, "/synthesize/extra", payload={"text": "hi"}), 404)
+    reply = request(server, "/health", method="POST", body=b"{}")
+    _error(reply, 405, "use GET")
+    assert reply.headers["Allow"] == "GET"
+    reply = request(server, "/synthesize", method="DELETE")
+    _error(reply, 405)
+    assert reply.headers["Allow"] == "GET, POST"
+    assert request(server, "/health/").status == 200  # a trailing slash is the same path
+
+
+def test_post_without_content_length_gets_411(server) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    try:
+        conn.putrequest("POST", "/synthesize")
+        conn.endheaders()
+        resp = conn.getresponse()
+        assert resp.status == 411 and "Content-Length" in json.loads(resp.read())["error"]
+    finally:
+        conn.close()
+
+
+def test_an_unexpected_exception_is_a_500_and_the_server_keeps_serving(server, synth, monkeypatch,
+                                                                        caplog) -> None:
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(synth, "synthesize", broken)
+    _error(request(server, "/synthesize", payload={"text": TEXT}), 500, "RuntimeError")
+    assert any("boom" in (r.exc_text or "") for r in caplog.records if r.levelname == "ERROR")
+    monkeypatch.undo()
+    assert request(server, "/health").status == 200
+    assert request(server, "/synthesize", payload={"text": TEXT, "mode": "parallel"}).status == 200
+
+
+# ------------------------------------------------------------------------------------ concurrency
+def test_concurrent_requests_queue_on_the_lock_and_both_succeed(server, synth, monkeypatch) -> None:
+    import audiopd.serve.app as app
+
+    # Count requests as they are parsed (before the lock), and hold the first synthesis until both
+    # arrived, so the second one is certainly waiting while the first runs.
+    arrived, both_in = [0], threading.Event()
+    parse = app.build_request
+
+    def counting(*args, **kwargs):
+        arrived[0] += 1
+        if arrived[0] == 2:
+            both_in.set()
+        return parse(*args, **kwargs)
+
+    inner = synth.synthesize
+    active, peak, guard = [0], [0], threading.Lock()
+
+    def tracked(*args, **kwargs):
+        with guard:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        try:
+            both_in.wait(timeout=10)
+            time.sleep(0.2)  # let the second request reach the lock
+            return inner(*args, **kwargs)
+        finally:
+            with guard:
+                active[0] -= 1
+
+    monkeypatch.setattr(app, "build_request", counting)
+    monkeypatch.setattr(synth, "synthesize", tracked)
+    texts = {"a": ("Good morning.", 5), "b": (TEXT, 6)}
+    replies = {}
+
+    def post(key: str) -> None:
+        text, seed = texts[key]
+        replies[key] = request(server, "/synthesize", payload={"text": text, "mode": "parallel", "seed": seed})
+
+    threads = [threading.Thread(target=post, args=(k,)) for k in texts]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert both_in.is_set() and peak[0] == 1  # both were in flight, never two syntheses at once
+    for key, (text, seed) in texts.items():
+        reply = replies[key]
+        assert reply.status == 200 and _wav(reply.body)[0].size == expected_samples(text)
+    # The request that waited says so in its queue header.
+    queued = sorted(float(r.headers["X-Audiopd-Queue-Seconds"]) for r in replies.values())
+    assert queued[0] < queued[1] and queued[1] >= 0.2
+    # Serialised requests do not disturb each other: the same audio as the request made on its own.
+    monkeypatch.undo()
+    alone = request(server, "/synthesize", payload={"text": TEXT, "mode": "parallel", "seed": 6})
+    assert alone.body == replies["b"].body
