@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -34,6 +34,9 @@ from audiopd.render.cost import CostModel, calibrate
 from audiopd.render.join import JoinConfig, join_chunks
 from audiopd.render.report import report_json  # noqa: F401  (re-exported for callers of the facade)
 from audiopd.render.timestamps import WordTime, word_times
+
+if TYPE_CHECKING:
+    from audiopd.checker.config import CheckerConfig
 
 DEFAULT_VOICE = "default"
 SPEED_RANGE = (0.25, 4.0)
@@ -89,8 +92,8 @@ class Result:
         return write_audio(path, self.audio, self.sample_rate)
 
 
-def default_checker() -> Checker:
-    """``audiopd.checker.score`` adapted to the renderer's call.
+def default_checker(config: CheckerConfig | None = None) -> Checker:
+    """``audiopd.checker.score`` with ``config`` (a CheckerConfig; None = its defaults), adapted to the renderer.
 
     The renderer hands over everything it knows: per-token expected durations in seconds (from the
     duration predictor), the codes [Q, T], level-0 confidences [T] and the frame rate.
@@ -98,11 +101,12 @@ def default_checker() -> Checker:
     from audiopd.checker import score
 
     params = inspect.signature(score).parameters
+    extra = {} if config is None else {"config": config}
 
     def run(audio: np.ndarray, sample_rate: int, text: str, *, durations_s: np.ndarray, tokens: np.ndarray,
             confidence: np.ndarray, token_rate: float) -> Any:
         given = {"durations": durations_s, "tokens": tokens, "confidences": confidence, "token_rate": token_rate}
-        return score(audio, sample_rate, text, **{k: v for k, v in given.items() if k in params})
+        return score(audio, sample_rate, text, **{k: v for k, v in given.items() if k in params}, **extra)
 
     return run
 
@@ -120,6 +124,8 @@ class Synthesizer:
         self.cost.validate()
         # None = audiopd.checker.score, imported when first needed (tests may inject their own).
         self.checker = checker
+        # Thresholds of that default checker: the voice artifact's checker.yaml, else CheckerConfig().
+        self.checker_config: CheckerConfig | None = getattr(model, "checker_config", None)
         _check_compatible(model, codec)
 
     @property
@@ -160,7 +166,7 @@ class Synthesizer:
         _validate_options(mode, steps, seed, speed, time_budget_s)
         seed = secrets.randbelow(2**31) if seed is None else int(seed)
         speaker = self._speaker(voice)
-        checker, checking, warnings = self._resolve_checker(mode, check)
+        checker, checking, warnings, checker_kind = self._resolve_checker(mode, check)
         per_text = [[Item(text=c, ids=ph.ids, speaker=speaker, words=tuple((w.word, w.start, w.end) for w in ph.words))
                      for c, ph in self._prepare(t)] for t in texts]
         items = [it for chunk_items in per_text for it in chunk_items]
@@ -177,7 +183,8 @@ class Synthesizer:
             outcomes.update({id(items[i]): out for i in group})
         wall = time.perf_counter() - t_start
         meta = {"voice": self._speaker_name(speaker), "seed": seed, "requested_mode": mode, "speed": speed,
-                "time_budget_s": time_budget_s, "cost_model": self.cost.source, "warnings": warnings}
+                "time_budget_s": time_budget_s, "cost_model": self.cost.source, "warnings": warnings,
+                "checker": checker_kind}
         return [self._result(chunk_items, outcomes, meta, wall) for chunk_items in per_text]
 
     # ------------------------------------------------------------------------------------ helpers
@@ -189,19 +196,21 @@ class Synthesizer:
     def _speaker_name(self, speaker: int) -> str:
         return self.voices[speaker] if speaker < len(self.voices) else str(speaker)
 
-    def _resolve_checker(self, mode: str, check: bool | None) -> tuple[Checker | None, bool, list[str]]:
+    def _resolve_checker(self, mode: str, check: bool | None) -> tuple[Checker | None, bool, list[str], str | None]:
+        """(checker, checking, warnings, which thresholds: "voice", "default", "custom" or None = unchecked)."""
         want = (mode == "auto") if check is None else bool(check)
         if not want:
-            return None, False, []
+            return None, False, [], None
         if self.checker is not None:
-            return self.checker, True, []
+            return self.checker, True, [], "custom"
         try:
-            self.checker = default_checker()
+            # Built per call (a cheap closure), so a changed checker_config takes effect at once.
+            run = default_checker() if self.checker_config is None else default_checker(self.checker_config)
         except ImportError as exc:
             if check:  # explicitly asked for: an installation problem the user must hear about
                 raise ArtifactError(f"the checker is unavailable: {exc}") from None
-            return None, False, [f"checker unavailable ({exc}); output not checked"]
-        return self.checker, True, []
+            return None, False, [f"checker unavailable ({exc}); output not checked"], None
+        return run, True, [], "default" if self.checker_config is None else "voice"
 
     def _prepare(self, text: str) -> list[tuple[str, Any]]:
         """Chunks of ``text`` and their phonemes; unspeakable chunks are skipped, all-unspeakable raises."""

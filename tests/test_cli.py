@@ -214,3 +214,65 @@ def test_phonemize_prints_text_and_tokens(capsys) -> None:
 def test_phonemize_nothing_to_speak(capsys, text) -> None:
     _frontend()
     _assert_one_line_error(capsys, main(["phonemize", text]))
+
+
+# ------------------------------------------------------------------------------- check --voice
+def _voice_artifact(root: Path, checker_yaml: str | None) -> Path:
+    """A tiny voice artifact (random weights; `check` reads only its thresholds), optionally with checker.yaml."""
+    from audiopd.artifacts import write_checksums
+    from audiopd.model.config import ModelConfig
+    from audiopd.model.voice import VoiceInfo, VoiceModel, save_voice
+
+    cfg = ModelConfig(num_symbols=20, num_codebooks=4, cardinality=32, num_speakers=1, d_model=16, n_heads=2,
+                      ff_mult=2, dropout=0.0, encoder_layers=1, duration_channels=8, masked_layers=1,
+                      serial_layers=1, max_frames=64)
+    d = save_voice(VoiceModel(cfg, VoiceInfo(codec="fx", voices=("alice",))), root)
+    if checker_yaml is not None:
+        (d / "checker.yaml").write_text(checker_yaml)
+        write_checksums(d)
+    return d
+
+
+@pytest.fixture
+def check_stub(monkeypatch) -> list[dict]:
+    """Replaces audiopd.check; records the keyword arguments (the config) of every call and passes."""
+    import audiopd
+
+    calls: list[dict] = []
+
+    def stub(audio, sample_rate, text, **kw):
+        calls.append(kw)
+        return {"passed": True, "score": 1.0, "reasons": [], "bad_spans": []}
+
+    monkeypatch.setattr(audiopd, "check", stub, raising=False)
+    return calls
+
+
+def test_check_uses_the_voice_thresholds(tmp_path, monkeypatch, check_stub, capsys) -> None:
+    from audiopd.checker import CheckerConfig
+
+    wav = _wav(tmp_path / "a.wav")
+    _voice_artifact(tmp_path / "voices" / "calibrated", "min_window_score: -80\nmax_wer: 0.9\n")
+    _voice_artifact(tmp_path / "voices" / "plain", None)
+    monkeypatch.setenv("AUDIOPD_VOICES_PATH", str(tmp_path / "voices"))
+    assert main(["check", str(wav), "--text", "hello", "--voice", "calibrated"]) == 0
+    assert main(["check", str(wav), "--text", "hello", "--voice", str(tmp_path / "voices" / "calibrated")]) == 0
+    assert main(["check", str(wav), "--text", "hello", "--voice", "plain"]) == 0  # no checker.yaml: defaults
+    assert main(["check", str(wav), "--text", "hello"]) == 0
+    want = CheckerConfig(min_window_score=-80.0, max_wer=0.9)
+    assert check_stub == [{"config": want}, {"config": want}, {}, {}]
+    assert capsys.readouterr().out.count("PASS") == 4
+
+
+@pytest.mark.parametrize("yaml_text, needles", [
+    ("min_window_score: -80\nmax_werr: 0.9\n", ("checker.yaml", "unknown key", "max_werr")),
+    ("max_wer: high\n", ("checker.yaml", "max_wer must be float")),
+    (None, ("no voice named 'absent'",)),
+])
+def test_check_bad_voice_thresholds_exit_2(tmp_path, monkeypatch, check_stub, capsys, yaml_text, needles) -> None:
+    wav = _wav(tmp_path / "a.wav")
+    _voice_artifact(tmp_path / "voices" / "v", yaml_text)
+    monkeypatch.setenv("AUDIOPD_VOICES_PATH", str(tmp_path / "voices"))
+    voice = "absent" if yaml_text is None else "v"
+    _assert_one_line_error(capsys, main(["check", str(wav), "--text", "hello", "--voice", voice]), *needles)
+    assert check_stub == []  # never checked with the wrong thresholds

@@ -1,106 +1,55 @@
-"""Checker benchmark: detection rate per injected fault and false alarms on clean teacher audio.
+"""Checker benchmark: detection rate per injected fault and false alarms on clean audio.
 
-    python -m audiopd.eval.checker_bench --n 40 --out report.json
+    python -m audiopd.eval.checker_bench --n 40 --out report.json              # flite teachers
+    python -m audiopd.eval.checker_bench --voice default --n 40 --out v.json   # the voice's own output
 
-Clean audio is rendered with Debian ``flite`` (voices slt, rms, awb, kal16, round-robin) from
-sentences of Debian's fortune files. Sentences are split by a hash into a *calibration* part (one
-in four; used to set the thresholds in ``audiopd.checker.config``) and a *benchmark* part (the
-rest; used here by default), so the reported rates are measured on sentences the thresholds never
-saw. Every clean clip is scored as is (false alarms) and with each fault of
-``audiopd.eval.faults`` (detections). Runs in one process, one thread. The JSON report holds the
-rates, a markdown table (condition x check that fired), the misses with their metrics, and one
-record per scored clip (for re-deriving thresholds offline). Latest figures: the docstring of
+Clean clips (``audiopd.eval.bench_clips``) are either flite renderings (voices slt, rms, awb,
+kal16, round-robin) or, with ``--voice``, that voice's own parallel output (its speakers
+round-robin) of the same fortune-file sentences. Sentences are split by a hash into a
+*calibration* part (one in four; used to set the thresholds in ``audiopd.checker.config``) and a
+*benchmark* part (the rest; used here by default), so the reported rates are measured on
+sentences the thresholds never saw. Every clean clip is scored as is (false alarms) and with each
+fault of ``audiopd.eval.faults`` (detections). Runs in one process, one thread.
+
+Thresholds: ``CheckerConfig()`` for flite; for a voice, the voice's own ``checker.yaml`` if it
+has one (what auto mode runs), else ``CheckerConfig()``. The checker sees audio and text only;
+auto mode also hands it the predicted durations and the codes, which add the length,
+repetition and confidence checks and widen the pause limit to the longest predicted unit.
+
+A young voice is not as intelligible as its teachers, so a "false alarm" on its output may be
+a true one. Each clean voice clip therefore also gets an *outside* judgement: PocketSphinx free
+recognition (``audiopd.checker.sphinx.recognize``) scored against the text (``audiopd.eval.wer``).
+Clips with outside WER <= 0.5 count as intelligible; the report gives false alarms on those and
+on all clean clips, and "broken passed": clips with outside WER > 0.5 that the checker passed
+(``outside_summary``). The recogniser is the one the checker's own ASR check uses, so with
+``--asr always`` the two are not independent. The JSON report holds the rates, a markdown table
+(condition x check that fired), the misses, every clip (text, speaker, seconds, outside WER) and
+one record per scored clip (metrics, failed checks), for re-deriving thresholds offline
+(``python -m audiopd.eval.checker_calib``). Latest flite figures: the docstring of
 ``audiopd.checker.config``.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
+import dataclasses
 import json
-import re
-import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
-import numpy as np
+from audiopd.eval.bench_clips import FLITE_VOICES, FORTUNE_DIR, Clip, flite_clips, load_sentences, render, voice_clips
 
-FORTUNE_DIR = Path("/usr/share/games/fortunes")  # Debian's fixed install location for fortune data
-FORTUNE_FILES = ("fortunes", "literature", "riddles", "wisdom", "people", "platitudes", "science")
-VOICES: tuple[str, ...] = ("slt", "rms", "awb", "kal16")
-_ALLOWED = re.compile(r"^[A-Z][A-Za-z ,;:'-]+[a-z][.?!]$")
-_SPLIT = re.compile(r"(?<=[.?!])\s+(?=[A-Z])")
+__all__ = ["FORTUNE_DIR", "VOICES", "Clip", "clips", "load_sentences", "main", "outside_summary", "render",
+           "run_bench"]
 
-
-@dataclass(frozen=True)
-class Clip:
-    """A clean teacher rendering: text, voice, samples and rate."""
-
-    text: str
-    voice: str
-    audio: np.ndarray
-    sample_rate: int
-
-
-def _split_of(sentence: str) -> str:
-    """Deterministic calibration/benchmark split by content hash (1 in 4 goes to calibration)."""
-    return "calib" if hashlib.sha1(sentence.encode()).digest()[0] % 4 == 0 else "bench"
-
-
-def load_sentences(split: str, *, min_words: int = 7, max_words: int = 22,
-                   root: Path = FORTUNE_DIR) -> list[str]:
-    """Plain sentences (letters and light punctuation only) of ``split`` ("calib" or "bench")."""
-    if split not in ("calib", "bench"):
-        raise ValueError(f"split must be 'calib' or 'bench', not {split!r}")
-    seen: set[str] = set()
-    out: list[str] = []
-    for name in FORTUNE_FILES:
-        path = root / name
-        if not path.is_file():
-            continue
-        text = path.read_text(encoding="latin-1")
-        for entry in re.split(r"^%\s*$", text, flags=re.MULTILINE):
-            lines = [ln.strip() for ln in entry.splitlines() if ln.strip() and not ln.strip().startswith("--")]
-            for sent in _SPLIT.split(" ".join(lines)):
-                sent = re.sub(r"\s+", " ", sent).strip()
-                if not _ALLOWED.match(sent) or sent in seen:
-                    continue
-                if not min_words <= len(sent.split()) <= max_words:
-                    continue
-                seen.add(sent)
-                if _split_of(sent) == split:
-                    out.append(sent)
-    if not out:
-        raise FileNotFoundError(f"no sentences found under {root} (is the 'fortunes' package installed?)")
-    # A fixed shuffle so that the first n sentences mix sources and lengths.
-    return sorted(out, key=lambda s: hashlib.sha1(("order:" + s).encode()).hexdigest())
-
-
-def render(text: str, voice: str, workdir: Path) -> Clip:
-    """Render ``text`` with flite ``voice`` to a temporary WAV and read it back."""
-    import soundfile as sf
-
-    out = workdir / f"render_{voice}.wav"
-    subprocess.run(["flite", "-voice", voice, "-t", text, "-o", str(out)], check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    audio, rate = sf.read(str(out), dtype="float32")
-    return Clip(text, voice, audio, int(rate))
-
-
-def clips(split: str, n: int, workdir: Path, *, min_seconds: float = 2.0, offset: int = 0) -> list[Clip]:
-    """``n`` clean clips of ``split`` (from sentence ``offset`` on), voices round-robin, skipping
-    ones too short for the faults."""
-    out: list[Clip] = []
-    for sent in load_sentences(split)[offset:]:
-        clip = render(sent, VOICES[len(out) % len(VOICES)], workdir)
-        if len(clip.audio) / clip.sample_rate >= min_seconds:
-            out.append(clip)
-        if len(out) >= n:
-            break
-    return out
+VOICES = FLITE_VOICES  # the flite teacher voices (older name, kept for callers)
+clips = flite_clips  # older name, kept for callers
+BROKEN_WER = 0.5  # outside WER above which a clean clip counts as broken (Issue 4's line)
+Recognizer = Callable[[Any, int], str]
 
 
 def _table(rows: dict[str, dict], checks: list[str]) -> str:
@@ -115,26 +64,95 @@ def _table(rows: dict[str, dict], checks: list[str]) -> str:
     return "\n".join(lines)
 
 
+def outside_judgement(text: str, audio: Any, sample_rate: int, recognizer: Recognizer) -> dict[str, Any]:
+    """Free recognition of a clean clip scored against its text: hypothesis, edits, reference words, WER."""
+    from audiopd.eval.wer import text_to_words, word_errors
+
+    ref = text_to_words(text)
+    hyp = text_to_words(recognizer(audio, sample_rate))
+    edits, n_ref = word_errors(ref, hyp)
+    return {"hyp": " ".join(hyp), "edits": edits, "ref_words": n_ref, "wer": round(edits / max(1, n_ref), 4)}
+
+
+def outside_summary(items: Sequence[dict[str, Any]], broken_wer: float = BROKEN_WER) -> dict[str, Any] | None:
+    """Checker verdicts on clean clips against the outside judgement (None when no clean item has one).
+
+    A clean clip is *intelligible* when its outside WER is <= ``broken_wer`` and *broken* otherwise;
+    false alarms are flagged clean clips (on the intelligible ones, and on all), and "broken
+    passed" counts broken clips the checker passed. ``outside_wer`` is corpus-level (edits / words).
+    """
+    clean = [it for it in items if it["kind"] == "clean" and it.get("outside") is not None]
+    if not clean:
+        return None
+
+    def flagged(it: dict[str, Any]) -> bool:
+        return not it["passed"]
+
+    good = [it for it in clean if it["outside"]["wer"] <= broken_wer]
+    broken = [it for it in clean if it["outside"]["wer"] > broken_wer]
+    fa_good = sum(map(flagged, good))
+    fa_all = sum(map(flagged, clean))
+    passed_broken = sum(not flagged(it) for it in broken)
+    words = sum(it["outside"]["ref_words"] for it in clean)
+    return {
+        "broken_wer": broken_wer,
+        "n_clean": len(clean),
+        "n_intelligible": len(good),
+        "n_broken": len(broken),
+        "outside_wer": round(sum(it["outside"]["edits"] for it in clean) / max(1, words), 4),
+        "false_alarms_intelligible": fa_good,
+        "false_alarm_rate_intelligible": fa_good / len(good) if good else None,
+        "false_alarms_all": fa_all,
+        "false_alarm_rate_all": fa_all / len(clean),
+        "broken_passed": passed_broken,
+        "broken_passed_rate": passed_broken / len(broken) if broken else None,
+    }
+
+
 def run_bench(n: int, split: str = "bench", asr: str | None = None, progress: bool = True,
-              kinds: tuple[str, ...] | None = None, offset: int = 0) -> dict:
+              kinds: tuple[str, ...] | None = None, offset: int = 0, *, tts: Any = None,
+              voice_name: str | None = None, seed: int = 0, batch: int = 4, outside: bool | None = None,
+              recognizer: Recognizer | None = None, sentences: Sequence[str] | None = None,
+              min_seconds: float = 2.0) -> dict:
     """Score ``n`` clean clips and every fault of each; returns the report as plain data.
 
-    ``kinds`` limits the conditions ("clean" and/or fault kinds); ``offset`` skips sentences.
+    Clean clips are flite renderings, or the parallel output of ``tts`` (a loaded ``Synthesizer``)
+    when given; then the checker uses ``tts.checker_config`` (the voice's checker.yaml) if set.
+    ``kinds`` limits the conditions ("clean" and/or fault kinds); ``offset`` skips sentences;
+    ``outside`` (default: on for a voice) adds the outside ASR judgement of each clean clip, with
+    ``recognizer(audio, rate) -> text`` (default PocketSphinx); ``sentences`` replaces the fortune
+    sentences of ``split`` for a voice (tests).
     """
     from audiopd.checker import CheckerConfig, score
+    from audiopd.config import to_dict
     from audiopd.eval.faults import FAULT_KINDS, inject
 
-    cfg = CheckerConfig() if asr is None else CheckerConfig(asr=asr)
+    voice_cfg = getattr(tts, "checker_config", None) if tts is not None else None
+    cfg = voice_cfg or CheckerConfig()
+    if asr is not None:
+        cfg = dataclasses.replace(cfg, asr=asr)
+    outside = (tts is not None) if outside is None else outside
+    if outside and recognizer is None:
+        from audiopd.checker.sphinx import recognize as recognizer
     conditions = tuple(kinds) if kinds else ("clean", *FAULT_KINDS)
     unknown = set(conditions) - {"clean", *FAULT_KINDS}
     if unknown:
         raise ValueError(f"unknown condition(s): {', '.join(sorted(unknown))}")
+    log = (lambda msg: print(msg, file=sys.stderr, flush=True)) if progress else None
     rows: dict[str, dict] = {k: {"n": 0, "flagged": 0, "fired": {}, "misses": []} for k in conditions}
     items: list[dict] = []
     audio_s = check_s = 0.0
-    with tempfile.TemporaryDirectory(prefix="checker_bench_") as tmp:
-        clean = clips(split, n, Path(tmp), offset=offset)
+    if tts is None:
+        with tempfile.TemporaryDirectory(prefix="checker_bench_") as tmp:
+            clean = flite_clips(split, n, Path(tmp), offset=offset, min_seconds=min_seconds)
+    else:
+        clean = voice_clips(tts, split, n, min_seconds=min_seconds, offset=offset, seed=seed, batch=batch,
+                            sentences=sentences, log=log)
+    clip_info: list[dict[str, Any]] = []
     for i, clip in enumerate(clean):
+        judged = outside_judgement(clip.text, clip.audio, clip.sample_rate, recognizer) if outside else None
+        clip_info.append({"clip": i, "voice": clip.voice, "text": clip.text, "seconds": round(clip.seconds, 3),
+                          "outside": judged})
         cases = [("clean", clip.audio, "")] if "clean" in conditions else []
         for kind in (k for k in FAULT_KINDS if k in conditions):
             other = clean[(i + 1) % len(clean)].audio
@@ -151,32 +169,61 @@ def run_bench(n: int, split: str = "bench", asr: str | None = None, progress: bo
             r["flagged"] += int(flagged)
             for name in v.failed:
                 r["fired"][name] = r["fired"].get(name, 0) + 1
-            items.append({"kind": kind, "clip": i, "voice": clip.voice, "failed": list(v.failed),
-                          "metrics": {k: round(float(x), 4) for k, x in v.metrics.items()}})
+            item = {"kind": kind, "clip": i, "voice": clip.voice, "passed": bool(v.passed), "failed": list(v.failed),
+                    "metrics": {k: round(float(x), 4) for k, x in v.metrics.items()}}
+            if kind == "clean" and judged is not None:
+                item["outside"] = judged
+            items.append(item)
             wrong = flagged if kind == "clean" else not flagged
             if wrong:
                 r["misses"].append({"voice": clip.voice, "text": clip.text, "fault": detail,
                                     "score": round(v.score, 3), "reasons": v.reasons,
                                     "metrics": {k: round(float(x), 3) for k, x in v.metrics.items()}})
-        if progress:
+        if log is not None:
             done = {k: f"{r['flagged']}/{r['n']}" for k, r in rows.items()}
-            print(f"[{i + 1}/{len(clean)}] flagged {done}", file=sys.stderr, flush=True)
+            log(f"[{i + 1}/{len(clean)}] flagged {done}"
+                + (f"; outside WER {judged['wer']:.2f}" if judged is not None else ""))
     checks = sorted({c for r in rows.values() for c in r["fired"]})
     report = {
+        "source": "flite" if tts is None else "voice",
+        "voice": voice_name if tts is not None else None,
         "n_clips": len(clean),
         "split": split,
         "asr": cfg.asr,
+        "checker_config": "voice" if voice_cfg is not None else "default",
+        "checker": to_dict(cfg),
+        "seed": seed if tts is not None else None,
         "voices": sorted({c.voice for c in clean}),
         "false_alarm_rate": rows["clean"]["flagged"] / max(1, rows["clean"]["n"]) if "clean" in rows else None,
         "detection_rate": {k: r["flagged"] / max(1, r["n"]) for k, r in rows.items() if k != "clean"},
+        "outside": outside_summary(items),
         "rtf": check_s / max(audio_s, 1e-9),
         "audio_seconds": audio_s,
         "check_seconds": check_s,
         "table_md": _table(rows, checks),
         "rows": rows,
+        "clips": clip_info,
         "items": items,
     }
     return report
+
+
+def _summary_lines(report: dict) -> list[str]:
+    fa = report["false_alarm_rate"]
+    lines = [f"false alarms {'-' if fa is None else f'{fa:.1%}'}; detection "
+             + ", ".join(f"{k} {v:.0%}" for k, v in report["detection_rate"].items())
+             + f"; checker RTF {report['rtf']:.3f}; thresholds: {report['checker_config']}"]
+    o = report.get("outside")
+    if o:
+        def rate(k: int, n: int) -> str:
+            return f"{k}/{n}" + (f" ({k / n:.1%})" if n else "")
+
+        lines.append(f"outside ASR on {o['n_clean']} clean clips: WER {o['outside_wer']:.1%}, "
+                     f"{o['n_intelligible']} intelligible (WER <= {o['broken_wer']}), {o['n_broken']} broken; "
+                     f"false alarms intelligible {rate(o['false_alarms_intelligible'], o['n_intelligible'])}, "
+                     f"all {rate(o['false_alarms_all'], o['n_clean'])}; "
+                     f"broken passed {rate(o['broken_passed'], o['n_broken'])}")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -184,24 +231,44 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=40, help="clean clips (each also gets every fault)")
     ap.add_argument("--out", type=Path, default=None, help="write the JSON report here")
     ap.add_argument("--split", choices=("bench", "calib"), default="bench")
+    ap.add_argument("--voice", default=None, metavar="NAME_OR_DIR",
+                    help="benchmark this voice's own parallel output (default: flite teacher audio)")
     ap.add_argument("--asr", choices=("always", "borderline", "never"), default=None,
-                    help="when to run recognition (default: CheckerConfig's, 'borderline')")
+                    help="when to run recognition (default: the checker config's)")
     ap.add_argument("--kinds", default="", help="comma-separated conditions (clean, skip, ...); default all")
     ap.add_argument("--offset", type=int, default=0, help="skip this many sentences of the split")
+    ap.add_argument("--seed", type=int, default=0, help="decoding seed of the voice's clips")
+    ap.add_argument("--batch", type=int, default=4, help="sentences per speaker decoded together (--voice)")
+    ap.add_argument("--outside", action="store_true", help="also judge flite clips by outside ASR (on for --voice)")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads for decoding (default: 1)")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     if args.n < 2:
         ap.error("--n must be >= 2 (the 'swap' fault needs a second sentence)")
+    if args.threads < 1 or args.batch < 1 or args.seed < 0:
+        ap.error("--threads and --batch must be >= 1 and --seed >= 0")
     kinds = tuple(k for k in args.kinds.split(",") if k) or None
+    from audiopd.errors import AudiopdError
+
     try:
-        report = run_bench(args.n, args.split, args.asr, progress=not args.quiet, kinds=kinds, offset=args.offset)
+        tts = None
+        if args.voice is not None:
+            import torch
+
+            import audiopd
+
+            torch.set_num_threads(args.threads)
+            tts = audiopd.load(args.voice)
+        report = run_bench(args.n, args.split, args.asr, progress=not args.quiet, kinds=kinds, offset=args.offset,
+                           tts=tts, voice_name=args.voice, seed=args.seed, batch=args.batch,
+                           outside=True if args.outside else None)
+    except AudiopdError as exc:  # a missing or broken voice, a bad checker.yaml
+        print(f"{ap.prog}: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
     except ValueError as exc:
         ap.error(str(exc))
-    fa = report["false_alarm_rate"]
     print(report["table_md"])
-    print(f"\nfalse alarms {'-' if fa is None else f'{fa:.1%}'}; detection "
-          + ", ".join(f"{k} {v:.0%}" for k, v in report["detection_rate"].items())
-          + f"; checker RTF {report['rtf']:.3f}")
+    print("\n" + "\n".join(_summary_lines(report)))
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=1))

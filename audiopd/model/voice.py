@@ -9,6 +9,9 @@ Artifact layout (``format_version`` 1)::
     config.yaml        format_version, kind: voice, codec, sample_rate, frame_rate, num_codebooks,
                        cardinality, inventory_version, voices, model (ModelConfig)
     model.safetensors  weights (metadata: format_version)
+    checker.yaml       optional: this voice's checker thresholds, a subset of CheckerConfig's fields
+                       (calibrated on the voice's own output with ``checker_bench --voice``); must be
+                       listed in SHA256SUMS like every other file
     SHA256SUMS
 """
 
@@ -25,6 +28,7 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
 from audiopd import artifacts
+from audiopd.checker.config import CheckerConfig
 from audiopd.config import from_dict, to_dict
 from audiopd.errors import ArtifactError
 from audiopd.fileio import atomic_path, write_text_atomic
@@ -34,6 +38,7 @@ from audiopd.model.masked import MaskedCodecTransformer, SerialLevel0
 
 VOICE_FORMAT_VERSION = 1
 SUPPORTED_VOICE_VERSIONS = (1,)
+CHECKER_FILE = "checker.yaml"
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,8 @@ class VoiceModel(nn.Module):
         cfg.validate()
         self.cfg = cfg
         self.info = info or VoiceInfo(num_codebooks=cfg.num_codebooks, cardinality=cfg.cardinality)
+        # The artifact's own checker thresholds (checker.yaml), None for CheckerConfig's defaults.
+        self.checker_config: CheckerConfig | None = None
         self.conditioner = FrameConditioner(cfg)
         self.masked = MaskedCodecTransformer(cfg)
         self.serial = SerialLevel0(cfg)
@@ -131,23 +138,17 @@ def save_voice(model: VoiceModel, directory: str | Path, *, extra: dict[str, Any
 
 
 def load_voice(name_or_dir: str | Path, *, map_location: str = "cpu") -> VoiceModel:
-    """Load a voice artifact by name (``voices/<name>``) or directory; verifies checksums and version."""
+    """Load a voice artifact by name (``voices/<name>``) or directory; verifies checksums and version.
+
+    The returned model carries the artifact's ``checker.yaml`` thresholds as ``checker_config``.
+    """
     directory = artifacts.find_artifact("voices", str(name_or_dir))
-    try:
-        cfg = yaml.safe_load((directory / "config.yaml").read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ArtifactError(f"{directory}/config.yaml is not valid YAML: {exc}") from None
-    if not isinstance(cfg, dict):
-        raise ArtifactError(f"{directory}/config.yaml is not a mapping")
-    version = cfg.get("format_version")
-    artifacts.require_format_version(version, SUPPORTED_VOICE_VERSIONS, what="voice", where=str(directory))
-    if cfg.get("kind") != "voice":
-        raise ArtifactError(f"{directory}: kind is {cfg.get('kind')!r}, expected 'voice'")
-    artifacts.verify_checksums(directory)
+    cfg = _read_voice_config(directory)
     info_keys = {f.name for f in dataclasses.fields(VoiceInfo)}
     info = from_dict(VoiceInfo, {k: v for k, v in cfg.items() if k in info_keys}, where=f"{directory}/config.yaml")
     mcfg = from_dict(ModelConfig, cfg.get("model") or {}, where=f"{directory}/config.yaml:model")
     model = VoiceModel(mcfg, info)
+    model.checker_config = _checker_config(directory)
     weights = directory / "model.safetensors"
     if not weights.is_file():
         raise ArtifactError(f"{directory}: model.safetensors is missing")
@@ -162,3 +163,69 @@ def load_voice(name_or_dir: str | Path, *, map_location: str = "cpu") -> VoiceMo
         )
     model.eval()
     return model
+
+
+def load_checker_config(name_or_dir: str | Path) -> CheckerConfig | None:
+    """The checker thresholds of a voice artifact (name or directory) without loading its weights.
+
+    Verifies the artifact like ``load_voice`` (version, kind, checksums); None when it has no
+    ``checker.yaml``.
+    """
+    directory = artifacts.find_artifact("voices", str(name_or_dir))
+    _read_voice_config(directory)
+    return _checker_config(directory)
+
+
+def _checker_config(directory: Path) -> CheckerConfig | None:
+    """Parse ``directory/checker.yaml`` (strict keys and types) over CheckerConfig's defaults; None if absent.
+
+    The file changes what auto mode accepts, so it must be checksummed like the weights: a file
+    that SHA256SUMS does not list is an error rather than silently trusted (the caller has
+    verified every listed checksum).
+    """
+    path = Path(directory) / CHECKER_FILE
+    if not path.is_file():
+        return None
+    sums = Path(directory) / "SHA256SUMS"
+    listed = {ln.partition("  ")[2].strip() for ln in sums.read_text().splitlines()} if sums.is_file() else set()
+    if CHECKER_FILE not in listed:
+        raise ArtifactError(f"{directory}: {CHECKER_FILE} is not listed in SHA256SUMS "
+                            "(rewrite it with audiopd.artifacts.write_checksums)")
+    where = f"{directory}/{CHECKER_FILE}"
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ArtifactError(f"{where} is not valid YAML: {exc}") from None
+    data = {} if data is None else data
+    if not isinstance(data, dict):
+        raise ArtifactError(f"{where}: expected a mapping of CheckerConfig fields, got {type(data).__name__}")
+    types = {f.name: f.type for f in dataclasses.fields(CheckerConfig)}
+    for key, value in data.items():
+        want = types.get(key)
+        if want is None:
+            continue  # from_dict names every unknown key
+        ok = (isinstance(value, str) if want == "str"
+              else isinstance(value, int) if want == "int"
+              else isinstance(value, (int, float)))
+        if not ok or isinstance(value, bool):
+            raise ArtifactError(f"{where}: {key} must be {want}, got {value!r}")
+    try:
+        return from_dict(CheckerConfig, data, where=where)
+    except ValueError as exc:  # CheckerConfig's own range checks
+        raise ArtifactError(f"{where}: {exc}") from None
+
+
+def _read_voice_config(directory: Path) -> dict[str, Any]:
+    """config.yaml of a voice artifact, with its version and kind checked and every checksum verified."""
+    try:
+        cfg = yaml.safe_load((directory / "config.yaml").read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ArtifactError(f"{directory}/config.yaml is not valid YAML: {exc}") from None
+    if not isinstance(cfg, dict):
+        raise ArtifactError(f"{directory}/config.yaml is not a mapping")
+    version = cfg.get("format_version")
+    artifacts.require_format_version(version, SUPPORTED_VOICE_VERSIONS, what="voice", where=str(directory))
+    if cfg.get("kind") != "voice":
+        raise ArtifactError(f"{directory}: kind is {cfg.get('kind')!r}, expected 'voice'")
+    artifacts.verify_checksums(directory)
+    return cfg
