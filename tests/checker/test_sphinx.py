@@ -127,3 +127,18 @@ def test_int16_and_float_inputs_agree() -> None:
     a = to_sphinx_pcm(x, 16000)
     b = to_sphinx_pcm((x * 32767).astype(np.int16), 16000)
     assert a.dtype == np.int16 and np.max(np.abs(a.astype(int) - b.astype(int))) <= 2
+
+
+def test_results_do_not_depend_on_what_came_before(speech: tuple[np.ndarray, int], tmp_path: Path) -> None:
+    # PocketSphinx's noise-removal front end keeps state across utterances; each call starts fresh,
+    # so a verdict cannot change with the order clips are checked in.
+    audio, rate = speech
+    first_hyp, first_al = recognize(audio, rate), align(audio, rate, SENTENCE.split())
+    other, orate = _render(tmp_path, "a completely different sentence about loud noise", voice="slt")
+    noisy = other + 0.2 * np.random.default_rng(0).standard_normal(other.shape).astype(np.float32)
+    recognize(noisy, orate)
+    align(noisy, orate, "a completely different sentence about loud noise".split())
+    assert recognize(audio, rate) == first_hyp
+    again = align(audio, rate, SENTENCE.split())
+    assert first_al is not None and again is not None
+    assert [w.score for w in again.words] == [w.score for w in first_al.words]
