@@ -1,4 +1,9 @@
-"""Export a training checkpoint as a shippable voice artifact (config.yaml + model.safetensors + SHA256SUMS)."""
+"""Export a training checkpoint as a shippable voice artifact (config.yaml + model.safetensors + SHA256SUMS).
+
+``--checker FILE`` also ships the voice's checker thresholds as ``checker.yaml`` (calibrated on the
+voice's own output, see ``recipes/voice/conf/checker.yaml``); a ``checker.yaml`` already in the
+output directory is kept otherwise, and re-checksummed with the new weights.
+"""
 
 from __future__ import annotations
 
@@ -11,12 +16,16 @@ from safetensors.torch import load_file
 from audiopd.config import from_dict
 from audiopd.errors import ArtifactError, AudiopdError
 from audiopd.model.config import ModelConfig
-from audiopd.model.voice import VoiceInfo, VoiceModel, save_voice
+from audiopd.fileio import write_text_atomic
+from audiopd.model.voice import CHECKER_FILE, VoiceInfo, VoiceModel, load_checker_config, save_voice
 from audiopd.train.checkpoint import latest_checkpoint, read_state
 
 
-def export_voice(source: str | Path, out_dir: str | Path) -> Path:
-    """``source``: a run directory (its latest checkpoint) or one checkpoint directory."""
+def export_voice(source: str | Path, out_dir: str | Path, *, checker: str | Path | None = None) -> Path:
+    """``source``: a run directory (its latest checkpoint) or one checkpoint directory.
+
+    ``checker``: a YAML file of CheckerConfig fields to ship as the voice's ``checker.yaml``.
+    """
     source = Path(source)
     ck = source if (source / "state.json").is_file() else latest_checkpoint(source)
     if ck is None:
@@ -26,16 +35,26 @@ def export_voice(source: str | Path, out_dir: str | Path) -> Path:
     info = from_dict(VoiceInfo, state["info"], where=f"{ck}/state.json:info")
     model = VoiceModel(mcfg, info)
     model.load_state_dict(load_file(str(ck / "model.safetensors")))
-    return save_voice(model, out_dir, extra={"step": state["step"], "checkpoint": ck.name})
+    out_dir = Path(out_dir)
+    if checker is not None:
+        checker = Path(checker)
+        if not checker.is_file():
+            raise ArtifactError(f"checker thresholds {checker} not found")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(out_dir / CHECKER_FILE, checker.read_text(encoding="utf-8"))
+    path = save_voice(model, out_dir, extra={"step": state["step"], "checkpoint": ck.name})
+    load_checker_config(path)  # the shipped thresholds must load (strict keys, valid values)
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m audiopd.train.export", description=__doc__)
     ap.add_argument("source", help="run directory or checkpoint directory")
     ap.add_argument("out", help="voice artifact directory to write")
+    ap.add_argument("--checker", default=None, help="checker thresholds (YAML) to ship as checker.yaml")
     args = ap.parse_args(argv)
     try:
-        path = export_voice(args.source, args.out)
+        path = export_voice(args.source, args.out, checker=args.checker)
     except AudiopdError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

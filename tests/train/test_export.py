@@ -65,3 +65,26 @@ def test_export_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     (tmp_path / "empty").mkdir()
     assert export_main([str(tmp_path / "empty"), str(tmp_path / "v")]) == 2
     assert "no checkpoint" in capsys.readouterr().err
+
+
+def test_export_ships_checker_thresholds(shard_dir: Path, tmp_path: Path) -> None:
+    train(tiny_train_config(max_steps=2), shard_dir, tmp_path / "run")
+    th = tmp_path / "checker.yaml"
+    th.write_text("asr: always\nmax_wer: 0.51\n")
+    out = export_voice(tmp_path / "run", tmp_path / "voice", checker=th)
+    model = load_voice(out)
+    assert model.checker_config is not None
+    assert model.checker_config.asr == "always" and model.checker_config.max_wer == 0.51
+    # A re-export without --checker keeps the shipped thresholds, re-checksummed with the new weights.
+    export_voice(tmp_path / "run", out)
+    assert load_voice(out).checker_config.max_wer == 0.51
+
+
+def test_export_rejects_bad_checker_thresholds(shard_dir: Path, tmp_path: Path) -> None:
+    train(tiny_train_config(max_steps=2), shard_dir, tmp_path / "run")
+    th = tmp_path / "checker.yaml"
+    th.write_text("max_werr: 0.5\n")
+    with pytest.raises(ArtifactError, match="max_werr"):
+        export_voice(tmp_path / "run", tmp_path / "voice", checker=th)
+    with pytest.raises(ArtifactError, match="not found"):
+        export_voice(tmp_path / "run", tmp_path / "voice2", checker=tmp_path / "missing.yaml")
