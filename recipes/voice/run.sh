@@ -19,7 +19,7 @@ RESUME=()
 $TRAIN --config "$HERE/conf/default.yaml" --shards "${SHARDS[@]}" --out "$RUN" "${RESUME[@]}" ${MAX_MINUTES:+--max-minutes "$MAX_MINUTES"}
 
 echo "== 2 export -> voices/default"
-"$PY" -m audiopd.train.export "$RUN" "$REPO/voices/default"
+"$PY" -m audiopd.train.export "$RUN" "$REPO/voices/default" --checker "$HERE/conf/checker.yaml"
 
 echo "== 3 held-out evaluation"
 "$PY" -m audiopd.eval.tts_eval --data "$DATA" --voice "$REPO/voices/default" --n 25 --out "$RUN/eval.json"
