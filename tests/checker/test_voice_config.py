@@ -8,46 +8,28 @@ replaced by a recording stub where a test asks which config the synthesizer's ch
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pytest
-import torch
+from voice_fixtures import install_voices
 
 import audiopd
 import audiopd.checker
 from audiopd.artifacts import write_checksums
 from audiopd.checker import CheckerConfig
-from audiopd.codec.fixture import write_fixture_artifact
 from audiopd.errors import ArtifactError
-from audiopd.model.config import ModelConfig
-from audiopd.model.voice import CHECKER_FILE, VoiceInfo, VoiceModel, load_checker_config, load_voice, save_voice
-from audiopd.text import INVENTORY_VERSION, NUM_SYMBOLS
+from audiopd.model.voice import (
+    CHECKER_FILE,
+    load_checker_config,
+    load_voice,
+)
 
 TEXT = "Hello there, how are you?"
 
 
-def tiny_model() -> VoiceModel:
-    torch.manual_seed(0)
-    cfg = ModelConfig(num_symbols=NUM_SYMBOLS, num_codebooks=4, cardinality=64, num_speakers=2, d_model=32,
-                      n_heads=2, ff_mult=2, dropout=0.0, encoder_layers=1, duration_channels=16, masked_layers=2,
-                      serial_layers=2, max_frames=256)
-    info = VoiceInfo(codec="fx", sample_rate=16000, frame_rate=100.0, num_codebooks=4, cardinality=64,
-                     inventory_version=str(INVENTORY_VERSION), voices=("alice", "bob"))
-    model = VoiceModel(cfg, info).eval()
-    with torch.no_grad():  # log(1 + 5): every token lasts 5 frames
-        model.conditioner.duration.proj.weight.zero_()
-        model.conditioner.duration.proj.bias.fill_(math.log(1 + 5))
-    return model
-
-
 @pytest.fixture
 def voice_dir(tmp_path, monkeypatch) -> Path:
-    write_fixture_artifact(tmp_path / "codecs" / "fx")
-    d = save_voice(tiny_model(), tmp_path / "voices" / "default")
-    monkeypatch.setenv("AUDIOPD_CODECS_PATH", str(tmp_path / "codecs"))
-    monkeypatch.setenv("AUDIOPD_VOICES_PATH", str(tmp_path / "voices"))
-    return d
+    return install_voices(tmp_path, monkeypatch, {"default": ("alice", "bob")})["default"]
 
 
 def write_checker_yaml(d: Path, text: str, *, checksum: bool = True) -> None:

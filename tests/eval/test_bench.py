@@ -9,45 +9,30 @@ figure is asserted anywhere: only what was measured, how, and that the arithmeti
 from __future__ import annotations
 
 import json
-import math
 import statistics
 
 import pytest
 import torch
+from voice_fixtures import FRAMES_PER_TOKEN, install_voices
 
 import audiopd
 from audiopd.cli import main
-from audiopd.codec.fixture import write_fixture_artifact
 from audiopd.eval import bench
-from audiopd.eval.bench import BENCH_SENTENCES, BenchConfig, BenchOptionError, build_text, predicted_seconds, run_bench
-from audiopd.model.config import ModelConfig
-from audiopd.model.voice import VoiceInfo, VoiceModel, save_voice
+from audiopd.eval.bench import (
+    BENCH_SENTENCES,
+    BenchConfig,
+    BenchOptionError,
+    build_text,
+    predicted_seconds,
+    run_bench,
+)
 from audiopd.pipeline import SynthesisConfig
-from audiopd.text import INVENTORY_VERSION, NUM_SYMBOLS, phonemize
-
-FRAMES_PER_TOKEN = 5
-
-
-def tiny_voice() -> VoiceModel:
-    torch.manual_seed(0)
-    cfg = ModelConfig(num_symbols=NUM_SYMBOLS, num_codebooks=4, cardinality=64, num_speakers=2, d_model=32,
-                      n_heads=2, ff_mult=2, dropout=0.0, encoder_layers=1, duration_channels=16, masked_layers=2,
-                      serial_layers=2, max_frames=256)
-    info = VoiceInfo(codec="fx", sample_rate=16000, frame_rate=100.0, num_codebooks=4, cardinality=64,
-                     inventory_version=str(INVENTORY_VERSION), voices=("slt", "rms"))
-    model = VoiceModel(cfg, info).eval()
-    with torch.no_grad():  # log(1 + 5): every token lasts 5 frames
-        model.conditioner.duration.proj.weight.zero_()
-        model.conditioner.duration.proj.bias.fill_(math.log(1 + FRAMES_PER_TOKEN))
-    return model
+from audiopd.text import phonemize
 
 
 @pytest.fixture
 def artifacts(tmp_path, monkeypatch):
-    write_fixture_artifact(tmp_path / "codecs" / "fx")
-    save_voice(tiny_voice(), tmp_path / "voices" / "default")
-    monkeypatch.setenv("AUDIOPD_CODECS_PATH", str(tmp_path / "codecs"))
-    monkeypatch.setenv("AUDIOPD_VOICES_PATH", str(tmp_path / "voices"))
+    install_voices(tmp_path, monkeypatch, {"default": ("slt", "rms")})
     torch.set_num_threads(1)
     return tmp_path
 

@@ -11,24 +11,19 @@ The real benchmark (flite and PocketSphinx) is tests/checker/test_end_to_end.py 
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
+from voice_fixtures import install_voices
 
 import audiopd
 import audiopd.checker
 from audiopd.artifacts import write_checksums
 from audiopd.checker import CheckerConfig
-from audiopd.codec.fixture import write_fixture_artifact
 from audiopd.eval.bench_clips import FORTUNE_DIR, voice_clips
 from audiopd.eval.checker_bench import main, outside_summary, run_bench
 from audiopd.eval.wer import text_to_words
-from audiopd.model.config import ModelConfig
-from audiopd.model.voice import VoiceInfo, VoiceModel, save_voice
-from audiopd.text import INVENTORY_VERSION, NUM_SYMBOLS
 
 LONG = ["Please call me tomorrow morning about the garden.", "It was a very good year for the small farmers.",
         "Nobody knows where the old road used to go.", "A quiet dog is better than a loud cat.",
@@ -36,27 +31,9 @@ LONG = ["Please call me tomorrow morning about the garden.", "It was a very good
 SHORT = "Go."  # 0.4 s at 5 frames per token: too short for the faults, so it is skipped
 
 
-def tiny_voice() -> VoiceModel:
-    torch.manual_seed(0)
-    cfg = ModelConfig(num_symbols=NUM_SYMBOLS, num_codebooks=4, cardinality=64, num_speakers=2, d_model=32,
-                      n_heads=2, ff_mult=2, dropout=0.0, encoder_layers=1, duration_channels=16, masked_layers=2,
-                      serial_layers=2, max_frames=256)
-    info = VoiceInfo(codec="fx", sample_rate=16000, frame_rate=100.0, num_codebooks=4, cardinality=64,
-                     inventory_version=str(INVENTORY_VERSION), voices=("alice", "bob"))
-    model = VoiceModel(cfg, info).eval()
-    with torch.no_grad():  # log(1 + 5): every token lasts 5 frames
-        model.conditioner.duration.proj.weight.zero_()
-        model.conditioner.duration.proj.bias.fill_(math.log(1 + 5))
-    return model
-
-
 @pytest.fixture
 def voice_dir(tmp_path, monkeypatch) -> Path:
-    write_fixture_artifact(tmp_path / "codecs" / "fx")
-    d = save_voice(tiny_voice(), tmp_path / "voices" / "default")
-    monkeypatch.setenv("AUDIOPD_CODECS_PATH", str(tmp_path / "codecs"))
-    monkeypatch.setenv("AUDIOPD_VOICES_PATH", str(tmp_path / "voices"))
-    return d
+    return install_voices(tmp_path, monkeypatch, {"default": ("alice", "bob")})["default"]
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ exactly.
 from __future__ import annotations
 
 import json
-import math
 import shutil
 import subprocess
 from pathlib import Path
@@ -19,42 +18,27 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-import torch
+from voice_fixtures import install_voices
 
 import audiopd
-from audiopd.codec.fixture import write_fixture_artifact
-from audiopd.eval.tts_eval import EvalInputError, evaluate, main, markdown_table, select_sentences
+from audiopd.eval.tts_eval import (
+    EvalInputError,
+    evaluate,
+    main,
+    markdown_table,
+    select_sentences,
+)
 from audiopd.eval.wer import text_to_words
-from audiopd.model.config import ModelConfig
-from audiopd.model.voice import VoiceInfo, VoiceModel, save_voice
-from audiopd.text import INVENTORY_VERSION, NUM_SYMBOLS, phonemize
+from audiopd.text import phonemize
 
 SENTENCES = {"t001": "Please call me tomorrow morning.", "t002": "It was a very good year."}
 SPEAKERS = ("slt", "rms")
 needs_flite = pytest.mark.skipif(shutil.which("flite") is None, reason="Debian flite is not installed (make deps)")
 
 
-def tiny_voice(voices: tuple[str, ...]) -> VoiceModel:
-    torch.manual_seed(0)
-    cfg = ModelConfig(num_symbols=NUM_SYMBOLS, num_codebooks=4, cardinality=64, num_speakers=len(voices),
-                      d_model=32, n_heads=2, ff_mult=2, dropout=0.0, encoder_layers=1, duration_channels=16,
-                      masked_layers=2, serial_layers=2, max_frames=256)
-    info = VoiceInfo(codec="fx", sample_rate=16000, frame_rate=100.0, num_codebooks=4, cardinality=64,
-                     inventory_version=str(INVENTORY_VERSION), voices=voices)
-    model = VoiceModel(cfg, info).eval()
-    with torch.no_grad():  # log(1 + 5): every token lasts 5 frames
-        model.conditioner.duration.proj.weight.zero_()
-        model.conditioner.duration.proj.bias.fill_(math.log(1 + 5))
-    return model
-
-
 @pytest.fixture
 def voice_env(tmp_path, monkeypatch) -> Path:
-    write_fixture_artifact(tmp_path / "codecs" / "fx")
-    save_voice(tiny_voice(SPEAKERS), tmp_path / "voices" / "default")
-    save_voice(tiny_voice(("slt", "zed")), tmp_path / "voices" / "partial")
-    monkeypatch.setenv("AUDIOPD_CODECS_PATH", str(tmp_path / "codecs"))
-    monkeypatch.setenv("AUDIOPD_VOICES_PATH", str(tmp_path / "voices"))
+    install_voices(tmp_path, monkeypatch, {"default": SPEAKERS, "partial": ("slt", "zed")})
     return tmp_path
 
 
