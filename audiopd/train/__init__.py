@@ -1,6 +1,7 @@
 """audiopd.train: shards, data pipeline, training loop, checkpoints and voice export."""
 
-from audiopd.train.export import export_voice
+from typing import Any
+
 from audiopd.train.loop import TrainConfig, lr_at, train
 from audiopd.train.objective import LossConfig
 from audiopd.train.shards import Shard, ShardMeta, Utterance, find_shards, write_shard
@@ -17,3 +18,13 @@ __all__ = [
     "train",
     "write_shard",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use, not here: `python -m audiopd.train.export` would otherwise find the
+    # module already imported by this package and warn that it may run twice (runpy).
+    if name == "export_voice":
+        from audiopd.train.export import export_voice
+
+        return export_voice
+    raise AttributeError(f"module 'audiopd.train' has no attribute {name!r}")
