@@ -180,7 +180,9 @@ def score(
         findings.append(tok.check_length(duration, float(exp.sum()), cfg.max_length_ratio))
 
     # (a) forced alignment
-    al = align(x, SAMPLE_RATE, words) if fr.first >= 0 else None
+    # The recogniser and aligner get the very samples ``recognize(audio, rate)`` would: a float round
+    # trip could move samples by one LSB, and on marginal audio that can flip PocketSphinx's answer.
+    al = align(pcm, SAMPLE_RATE, words) if fr.first >= 0 else None
     low: frozenset[int] = frozenset()
     squeezed: frozenset[int] = frozenset()
     if al is None:
@@ -198,7 +200,7 @@ def score(
     run_asr = cfg.asr == "always" or (cfg.asr == "borderline" and cfg.asr_borderline <= worst < 1.0)
     unheard: frozenset[int] = frozenset()
     if run_asr and fr.first >= 0:
-        asr = speech.check_asr(words, recognize_words(x, SAMPLE_RATE), duration, al, cfg)
+        asr = speech.check_asr(words, recognize_words(pcm, SAMPLE_RATE), duration, al, cfg)
         findings += asr.findings
         unheard = asr.unheard
     metrics["asr_ran"] = float(run_asr and fr.first >= 0)

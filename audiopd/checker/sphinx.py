@@ -115,6 +115,8 @@ def to_sphinx_pcm(audio: np.ndarray, sample_rate: int) -> np.ndarray:
     if not isinstance(sample_rate, (int, np.integer)) or sample_rate < 4000:
         raise AudioInputError(f"unsupported sample rate {sample_rate!r} (need an integer >= 4000 Hz)")
     if arr.dtype == np.int16:
+        if sample_rate == SAMPLE_RATE:
+            return arr  # already what PocketSphinx reads: pass it on bit-exact
         pcm = arr.astype(np.float64) / 32768.0
     else:
         pcm = arr.astype(np.float64)
@@ -127,7 +129,7 @@ def to_sphinx_pcm(audio: np.ndarray, sample_rate: int) -> np.ndarray:
 
         g = gcd(int(sample_rate), SAMPLE_RATE)
         pcm = resample_poly(pcm, SAMPLE_RATE // g, int(sample_rate) // g)
-    return (np.clip(pcm, -1.0, 1.0) * 32767.0).astype(np.int16)
+    return np.rint(np.clip(pcm, -1.0, 1.0) * 32767.0).astype(np.int16)
 
 
 class _Sphinx:

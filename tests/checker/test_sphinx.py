@@ -142,3 +142,24 @@ def test_results_do_not_depend_on_what_came_before(speech: tuple[np.ndarray, int
     again = align(audio, rate, SENTENCE.split())
     assert first_al is not None and again is not None
     assert [w.score for w in again.words] == [w.score for w in first_al.words]
+
+
+def test_int16_at_16k_passes_through_bit_exact() -> None:
+    pcm = np.array([0, 1, -1, 32767, -32768, 12345], dtype=np.int16)
+    assert to_sphinx_pcm(pcm, 16000) is pcm or np.array_equal(to_sphinx_pcm(pcm, 16000), pcm)
+    # float input rounds to the nearest sample value instead of truncating towards zero
+    assert to_sphinx_pcm(np.array([0.99999 / 32767, -0.6 / 32767]), 16000).tolist() == [1, -1]
+
+
+def test_checker_hears_exactly_what_recognize_hears(speech: tuple[np.ndarray, int]) -> None:
+    # Auto mode's promise (no output that recognition finds broken is delivered as passed) needs the
+    # checker's recognition of a clip to equal a plain recognize() of the same audio.
+    from audiopd.checker import CheckerConfig, score
+    from audiopd.eval.wer import text_to_words, wer
+
+    audio, rate = speech
+    rng = np.random.default_rng(1)
+    for noise in (0.0, 0.02, 0.05):
+        x = (audio + noise * rng.standard_normal(audio.shape)).astype(np.float32)
+        v = score(x, rate, SENTENCE, config=CheckerConfig(asr="always"))
+        assert v.metrics["asr_wer"] == pytest.approx(wer([text_to_words(SENTENCE)], [text_to_words(recognize(x, rate))]))
