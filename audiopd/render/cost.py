@@ -34,15 +34,16 @@ SERIAL = "serial"
 class CostModel:
     """Per-pass and per-step costs of one voice on one machine (ms)."""
 
-    # Defaults: ``calibrate`` on this machine (2-core CPU shared with other jobs, load average ~9,
-    # torch fp32, 1 thread) for a d_model 256 x 6-layer voice, Q 8 x 1024, at T = 200, batch 1 and 8
-    # (two runs: 0.46-0.48 ms per frame-item, 10.7-11.4 + 1.26-1.42 x batch ms per step). Absolute
-    # values are ~4x shared/FACTS.md's 2-thread figures on an idle machine; the ratios, which are
-    # all the path choice depends on, agree: parallel K=8 wins at batch 1, serial wins at batch 8.
-    pass_fixed_ms: float = 2.0
-    pass_ms_per_frame: float = 0.47
-    step_fixed_ms: float = 11.0
-    step_ms_per_item: float = 1.3
+    # Defaults: ``Synthesizer.calibrate()`` of the shipped default voice (d_model 128, 4 masked / 4 serial
+    # layers, Q 8 x 1024) on this 2-core CPU, torch fp32, 1 thread, while another job used the other core;
+    # two runs, T = 200, batch 1 and 8: 2.9-3.4 + 0.038-0.044 ms per frame-item per pass, 1.6-1.8 +
+    # 0.09-0.11 x batch ms per step. With them auto's first attempt (K <= 4, 2 fine passes) is parallel at
+    # batch 1 and at batch 8 (measured: 4.5x and 1.8x faster than serial at 5 s); a bigger voice or
+    # another machine should calibrate its own.
+    pass_fixed_ms: float = 3.1
+    pass_ms_per_frame: float = 0.041
+    step_fixed_ms: float = 1.7
+    step_ms_per_item: float = 0.10
     source: str = "default"
 
     def validate(self) -> None:

@@ -31,18 +31,19 @@ def test_estimates_follow_the_cost_terms() -> None:
 
 
 @pytest.mark.parametrize(
-    "frames, batch, steps, expected",
+    "frames, batch, steps, fine, expected",
     [
-        (400, 1, 8, PARALLEL),  # one utterance: K passes beat T cached steps (shared/FACTS.md)
-        (100, 1, 8, PARALLEL),
-        (1500, 1, 8, PARALLEL),  # ... whatever its length on a CPU
-        (400, 8, 8, SERIAL),  # a batch of 8: serial wins (FACTS: 1.95 s vs 2.34 s)
-        (400, 8, 16, SERIAL),
-        (400, 2, 64, SERIAL),  # a huge step budget makes even a small batch cheaper serially
+        (400, 1, 8, 7, PARALLEL),  # one utterance: K passes beat T cached steps (shared/FACTS.md)
+        (100, 1, 8, 7, PARALLEL),
+        (1500, 1, 8, 7, PARALLEL),  # ... whatever its length on a CPU
+        (400, 8, 8, 7, SERIAL),  # a batch of 8 with K=8 and one pass per fine level: serial wins
+        (400, 8, 4, 2, PARALLEL),  # ... but not against K=4 + 2 fine passes (the defaults; measured 1.8x)
+        (400, 8, 16, 7, SERIAL),
+        (400, 2, 64, 7, SERIAL),  # a huge step budget makes even a small batch cheaper serially
     ],
 )
-def test_default_choice_by_workload_shape(frames: int, batch: int, steps: int, expected: str) -> None:
-    assert choose_path(DEFAULT, frames, batch, steps, fine_passes=7) == expected
+def test_default_choice_by_workload_shape(frames: int, batch: int, steps: int, fine: int, expected: str) -> None:
+    assert choose_path(DEFAULT, frames, batch, steps, fine_passes=fine) == expected
 
 
 def test_choice_is_monotonic_in_batch() -> None:
