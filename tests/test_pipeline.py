@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-import math
 import shutil
 import subprocess
 from pathlib import Path
@@ -18,41 +17,26 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-import torch
+from voice_fixtures import FRAMES_PER_TOKEN, HOP, expected_samples, tiny_voice
 
 import audiopd
 from audiopd.cli import main
 from audiopd.codec.fixture import write_fixture_artifact
 from audiopd.errors import ArtifactError, NothingToSpeakError
-from audiopd.model.config import ModelConfig
-from audiopd.model.voice import VoiceInfo, VoiceModel, save_voice
+from audiopd.model.voice import save_voice
 from audiopd.pipeline import SynthesisConfig, SynthesisOptionError, Synthesizer
 from audiopd.render.join import JoinConfig
-from audiopd.text import INVENTORY_VERSION, NUM_SYMBOLS, phonemize
+from audiopd.text import phonemize
 
-SR, HOP, FRAMES_PER_TOKEN = 16000, 160, 5
+SR = 16000
 TEXT = "Hello there, how are you?"
 REPORT_KEYS = {"mode", "steps", "forward_passes", "audio_seconds", "wall_seconds", "chunks", "attempts", "check"}
-
-
-def tiny_model(seed: int = 0, codec: str = "fx") -> VoiceModel:
-    torch.manual_seed(seed)
-    cfg = ModelConfig(num_symbols=NUM_SYMBOLS, num_codebooks=4, cardinality=64, num_speakers=2, d_model=32,
-                      n_heads=2, ff_mult=2, dropout=0.0, encoder_layers=1, duration_channels=16, masked_layers=2,
-                      serial_layers=2, max_frames=256)
-    info = VoiceInfo(codec=codec, sample_rate=SR, frame_rate=100.0, num_codebooks=4, cardinality=64,
-                     inventory_version=str(INVENTORY_VERSION), voices=("alice", "bob"))
-    model = VoiceModel(cfg, info).eval()
-    with torch.no_grad():  # log(1 + 5): every token lasts 5 frames
-        model.conditioner.duration.proj.weight.zero_()
-        model.conditioner.duration.proj.bias.fill_(math.log(1 + FRAMES_PER_TOKEN))
-    return model
 
 
 @pytest.fixture
 def artifacts(tmp_path, monkeypatch) -> Path:
     write_fixture_artifact(tmp_path / "codecs" / "fx")
-    save_voice(tiny_model(), tmp_path / "voices" / "default")
+    save_voice(tiny_voice(("alice", "bob")), tmp_path / "voices" / "default")
     monkeypatch.setenv("AUDIOPD_CODECS_PATH", str(tmp_path / "codecs"))
     monkeypatch.setenv("AUDIOPD_VOICES_PATH", str(tmp_path / "voices"))
     return tmp_path
@@ -61,10 +45,6 @@ def artifacts(tmp_path, monkeypatch) -> Path:
 @pytest.fixture
 def tts(artifacts) -> Synthesizer:
     return audiopd.load()
-
-
-def _expected_samples(text: str) -> int:
-    return len(phonemize(text).ids) * FRAMES_PER_TOKEN * HOP
 
 
 class Stub:
@@ -89,7 +69,7 @@ def test_load_default_voice_and_its_codec(tts) -> None:
 def test_synthesize_returns_audio_of_the_predicted_length(tts, mode: str) -> None:
     res = tts.synthesize(TEXT, mode=mode, seed=1, check=False)
     assert res.audio.dtype == np.float32 and res.audio.ndim == 1
-    assert res.audio.size == _expected_samples(TEXT) and np.abs(res.audio).max() > 0
+    assert res.audio.size == expected_samples(TEXT) and np.abs(res.audio).max() > 0
     assert res.sample_rate == SR
     assert REPORT_KEYS <= set(res.report)
     assert res.report["mode"] == ("parallel" if mode == "auto" else mode)
@@ -100,7 +80,7 @@ def test_synthesize_returns_audio_of_the_predicted_length(tts, mode: str) -> Non
 
 
 def test_serial_takes_one_step_per_frame_and_parallel_at_most_k(tts) -> None:
-    frames = _expected_samples(TEXT) // HOP
+    frames = expected_samples(TEXT) // HOP
     assert tts.synthesize(TEXT, mode="serial", seed=0).report["steps"] == frames
     assert 1 <= tts.synthesize(TEXT, mode="parallel", steps=3, seed=0).report["steps"] <= 3
 
@@ -142,9 +122,9 @@ def test_long_text_is_chunked_and_joined_without_clicks(artifacts) -> None:
     sentences = ["The first sentence is here.", "A second one follows it.", "And then a third."]
     res = tts.synthesize(" ".join(sentences), mode="parallel", seed=0)
     assert res.report["chunks"] == 3
-    assert res.audio.size == sum(_expected_samples(s) for s in sentences) + 2 * 1600
+    assert res.audio.size == sum(expected_samples(s) for s in sentences) + 2 * 1600
     # Each join: the outgoing chunk fades to ~0, the pause is silent, the next chunk fades in.
-    start = _expected_samples(sentences[0])
+    start = expected_samples(sentences[0])
     assert np.all(res.audio[start : start + 1600] == 0)
     assert abs(res.audio[start - 1]) < 0.01 * np.abs(res.audio).max() + 1e-6
     # Word times of the second chunk start after the first chunk and its pause.
@@ -157,7 +137,7 @@ def test_long_text_is_chunked_and_joined_without_clicks(artifacts) -> None:
 def test_batch_decodes_several_texts_in_one_model_batch(tts) -> None:
     texts = ["Good morning.", TEXT, "Yes."]
     results = tts.synthesize_batch(texts, mode="parallel", seed=0)
-    assert [r.audio.size for r in results] == [_expected_samples(t) for t in texts]
+    assert [r.audio.size for r in results] == [expected_samples(t) for t in texts]
     # One padded batch: every text reports the passes of that single decoder run.
     assert len({r.report["forward_passes"] for r in results}) == 1
     assert all(len(r.report["attempts"]) == 1 for r in results)
@@ -228,7 +208,7 @@ def test_say_writes_wav_report_and_timestamps(artifacts, tmp_path) -> None:
                "--timestamps", str(srt)])
     assert rc == 0
     audio, rate = sf.read(str(out), dtype="float32")
-    assert rate == SR and audio.size == _expected_samples(TEXT)
+    assert rate == SR and audio.size == expected_samples(TEXT)
     report = json.loads(rep.read_text())
     assert REPORT_KEYS <= set(report) and report["seed"] == 3 and report["mode"] == "parallel"
     assert srt.read_text().startswith("1\n00:00:00,050 --> ")
@@ -238,7 +218,7 @@ def test_say_reads_stdin_and_picks_a_speaker(artifacts, tmp_path, monkeypatch) -
     monkeypatch.setattr("sys.stdin", io.StringIO("Good morning."))
     out, vtt = tmp_path / "s.wav", tmp_path / "s.vtt"
     assert main(["say", "-", "-o", str(out), "--voice", "bob", "--mode", "serial", "--timestamps", str(vtt)]) == 0
-    assert sf.info(str(out)).frames == _expected_samples("Good morning.")
+    assert sf.info(str(out)).frames == expected_samples("Good morning.")
     assert vtt.read_text().startswith("WEBVTT")
 
 

@@ -16,9 +16,10 @@ import torch
 from audiopd.codec.fixture import write_fixture_artifact
 from audiopd.model.config import ModelConfig
 from audiopd.model.voice import VoiceInfo, VoiceModel, save_voice
-from audiopd.text import INVENTORY_VERSION, NUM_SYMBOLS
+from audiopd.text import INVENTORY_VERSION, NUM_SYMBOLS, phonemize
 
 FRAMES_PER_TOKEN = 5
+HOP = 160  # samples per frame of the fixture codec at 16 kHz, 100 frames/s
 
 
 def tiny_voice(voices: tuple[str, ...] = ("slt", "rms")) -> VoiceModel:
@@ -34,6 +35,11 @@ def tiny_voice(voices: tuple[str, ...] = ("slt", "rms")) -> VoiceModel:
         model.conditioner.duration.proj.weight.zero_()
         model.conditioner.duration.proj.bias.fill_(math.log(1 + FRAMES_PER_TOKEN))
     return model
+
+
+def expected_samples(text: str) -> int:
+    """Samples the tiny voice produces for ``text`` (one chunk): tokens x frames per token x hop."""
+    return len(phonemize(text).ids) * FRAMES_PER_TOKEN * HOP
 
 
 def install_voices(root: Path, monkeypatch: pytest.MonkeyPatch, voices: dict[str, tuple[str, ...]]) -> dict[str, Path]:

@@ -1,6 +1,6 @@
 """HTTP server test helpers: a tiny Synthesizer, a server on port 0 in a thread, and a urllib client.
 
-The voice is the randomly initialised tiny VoiceModel of tests/test_pipeline.py (duration predictor
+The voice is the randomly initialised tiny VoiceModel of tests/voice_fixtures.py (duration predictor
 pinned to 5 frames per token) on the fixture codec, with a checker stub so auto mode runs its check
 without loading PocketSphinx.
 """
@@ -8,7 +8,6 @@ without loading PocketSphinx.
 from __future__ import annotations
 
 import json
-import math
 import threading
 import urllib.error
 import urllib.request
@@ -18,35 +17,15 @@ from email.message import Message
 from typing import Any
 
 import pytest
-import torch
+from voice_fixtures import tiny_voice
 
 from audiopd.codec.fixture import make_fixture_codec
-from audiopd.model.config import ModelConfig
-from audiopd.model.voice import VoiceInfo, VoiceModel
 from audiopd.pipeline import Synthesizer
 from audiopd.serve.app import AudiopdServer, make_server
-from audiopd.text import INVENTORY_VERSION, NUM_SYMBOLS, phonemize
 
-SR, HOP, FRAMES_PER_TOKEN = 16000, 160, 5
+SR = 16000
 TEXT = "Hello there, how are you?"
-
-
-def tiny_model(seed: int = 0) -> VoiceModel:
-    torch.manual_seed(seed)
-    cfg = ModelConfig(num_symbols=NUM_SYMBOLS, num_codebooks=4, cardinality=64, num_speakers=2, d_model=32,
-                      n_heads=2, ff_mult=2, dropout=0.0, encoder_layers=1, duration_channels=16, masked_layers=2,
-                      serial_layers=2, max_frames=256)
-    info = VoiceInfo(codec="fx", sample_rate=SR, frame_rate=100.0, num_codebooks=4, cardinality=64,
-                     inventory_version=str(INVENTORY_VERSION), voices=("alice", "bob"))
-    model = VoiceModel(cfg, info).eval()
-    with torch.no_grad():  # log(1 + 5): every token lasts 5 frames
-        model.conditioner.duration.proj.weight.zero_()
-        model.conditioner.duration.proj.bias.fill_(math.log(1 + FRAMES_PER_TOKEN))
-    return model
-
-
-def expected_samples(text: str) -> int:
-    return len(phonemize(text).ids) * FRAMES_PER_TOKEN * HOP
+VOICES = ("alice", "bob")
 
 
 def passing_checker(audio, sample_rate, text, **kw) -> dict[str, Any]:
@@ -55,7 +34,7 @@ def passing_checker(audio, sample_rate, text, **kw) -> dict[str, Any]:
 
 @pytest.fixture
 def synth() -> Synthesizer:
-    tts = Synthesizer(tiny_model(), make_fixture_codec())
+    tts = Synthesizer(tiny_voice(VOICES), make_fixture_codec())
     tts.checker = passing_checker
     return tts
 

@@ -11,7 +11,8 @@ import sys
 import urllib.request
 
 import pytest
-from serve_fixtures import tiny_model
+from serve_fixtures import VOICES
+from voice_fixtures import tiny_voice
 
 from audiopd.cli import main
 from audiopd.codec.fixture import write_fixture_artifact
@@ -22,7 +23,7 @@ from audiopd.model.voice import save_voice
 def artifacts(tmp_path, monkeypatch) -> dict[str, str]:
     """A tiny voice named ``default`` and its fixture codec on temporary artifact search paths."""
     write_fixture_artifact(tmp_path / "codecs" / "fx")
-    save_voice(tiny_model(), tmp_path / "voices" / "default")
+    save_voice(tiny_voice(VOICES), tmp_path / "voices" / "default")
     env = {"AUDIOPD_CODECS_PATH": str(tmp_path / "codecs"), "AUDIOPD_VOICES_PATH": str(tmp_path / "voices")}
     for key, value in env.items():
         monkeypatch.setenv(key, value)

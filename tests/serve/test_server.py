@@ -12,7 +12,8 @@ import time
 import numpy as np
 import pytest
 import soundfile as sf
-from serve_fixtures import SR, TEXT, expected_samples, request
+from serve_fixtures import SR, TEXT, request
+from voice_fixtures import expected_samples
 
 import audiopd
 from audiopd.errors import AudiopdError
