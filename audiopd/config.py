@@ -50,8 +50,15 @@ def _coerce(hint: Any, value: Any, *, where: str) -> Any:
         return tuple(_coerce(inner, v, where=where) for v in value)
     if origin in (typing.Union, types.UnionType):
         return value
-    if hint is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
+    if hint in (bool, int, float, str):
+        # YAML gives every scalar a type; a wrong one (max_steps: 2.5, asr: true) is a typo to report
+        # here, not a value to fail on later. bool is a subclass of int, so it is told apart first.
+        ok = (isinstance(value, bool) if hint is bool
+              else isinstance(value, (int, float)) and not isinstance(value, bool) if hint is float
+              else isinstance(value, hint) and not isinstance(value, bool))
+        if not ok:
+            raise ArtifactError(f"{where} must be {hint.__name__}, got {value!r}")
+        return float(value) if hint is float else value
     return value
 
 
