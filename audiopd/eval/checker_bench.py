@@ -41,14 +41,22 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from audiopd.eval.bench_clips import FLITE_VOICES, FORTUNE_DIR, Clip, flite_clips, load_sentences, render, voice_clips
+from audiopd.eval.bench_clips import (
+    FLITE_VOICES,
+    FORTUNE_DIR,
+    Clip,
+    flite_clips,
+    load_sentences,
+    render,
+    voice_clips,
+)
+from audiopd.eval.wer import BROKEN_WER
 
 __all__ = ["FORTUNE_DIR", "VOICES", "Clip", "clips", "load_sentences", "main", "outside_summary", "render",
            "run_bench"]
 
 VOICES = FLITE_VOICES  # the flite teacher voices (older name, kept for callers)
 clips = flite_clips  # older name, kept for callers
-BROKEN_WER = 0.5  # outside WER above which a clean clip counts as broken (Issue 4's line)
 Recognizer = Callable[[Any, int], str]
 
 

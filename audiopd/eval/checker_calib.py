@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from audiopd.eval.wer import BROKEN_WER
+
 # CheckerConfig field -> the metric (and check name) it bounds.
 THRESHOLDS: dict[str, str] = {
     "min_window_score": "alignment_window",
@@ -52,7 +54,7 @@ def _loosest(values: list[float | None], lower_is_worse: bool) -> float | None:
     return t if t != 0 and all(fails(v, t) for v in known) else None
 
 
-def derive(report: dict[str, Any], broken_wer: float = 0.5) -> dict[str, Any]:
+def derive(report: dict[str, Any], broken_wer: float = BROKEN_WER) -> dict[str, Any]:
     """Per threshold: the sweep and headline values (see the module doc). Raises ValueError without outside WERs."""
     clean = [it for it in report.get("items", []) if it.get("kind") == "clean" and it.get("outside") is not None]
     if not clean:
@@ -128,7 +130,7 @@ def format_text(result: dict[str, Any]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m audiopd.eval.checker_calib", description=__doc__.split("\n")[0])
     ap.add_argument("report", type=Path, metavar="BENCH.json", help="a checker_bench --out report")
-    ap.add_argument("--broken-wer", type=float, default=0.5, help="outside WER above which a clip is broken")
+    ap.add_argument("--broken-wer", type=float, default=BROKEN_WER, help="outside WER above which a clip is broken")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
     args = ap.parse_args(argv)
     try:

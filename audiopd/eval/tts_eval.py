@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from audiopd.errors import AudiopdError
+from audiopd.eval.wer import BROKEN_WER
 
 EVAL_MODES = ("parallel", "serial", "auto")
 TEACHER = "teacher"
@@ -233,7 +234,7 @@ def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("par
     }
 
 
-def auto_summary(utts: list[dict[str, Any]], broken_wer: float = 0.5) -> dict[str, Any] | None:
+def auto_summary(utts: list[dict[str, Any]], broken_wer: float = BROKEN_WER) -> dict[str, Any] | None:
     """Issue 4's figures for auto mode: how often it escalated or fell back to serial, and how many outputs an
     outside ASR finds broken (utterance WER > ``broken_wer``) were still delivered with ``passed = true``."""
     auto = [u for u in utts if u["system"] == "auto" and "attempts" in u]

@@ -71,6 +71,10 @@ def edit_ops(ref: Sequence[str], hyp: Sequence[str]) -> list[tuple[str, int, int
     return ops
 
 
+BROKEN_WER = 0.5
+"""Utterance WER above which an output counts as broken (issue 4's line), in every evaluation."""
+
+
 def word_errors(ref: Sequence[str], hyp: Sequence[str]) -> tuple[int, int]:
     """(edit distance, reference length) after normalisation of both word lists."""
     r, h = normalize_words(ref), normalize_words(hyp)
