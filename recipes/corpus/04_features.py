@@ -80,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     todo = []
     for r in rows:
         out = feature_path(args.data, args.codec, r["voice"], r["id"])
-        if args.force or not out.is_file():
+        # --force redoes the stage, not finished items (README): delete DATA/features/<codec>/ to re-analyse.
+        if not out.is_file():
             todo.append((str(args.data), args.codec, r["wav"], str(out)))
     print(f"{len(rows)} utterances, {len(todo)} to analyse with {args.jobs} jobs")
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:

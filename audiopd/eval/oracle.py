@@ -1,0 +1,201 @@
+"""Where a voice loses intelligibility: WER with more and more of the ground truth replaced by the model.
+
+    python -m audiopd.eval.oracle --data data --voice voices/default [--n 40] [--speakers slt,rms] \
+        [--systems teacher,codec,fine,gt_dur_parallel,gt_dur_serial,parallel,serial] [--out report.json]
+
+The held-out token shard (``DATA/tokens/<codec>/test-*.safetensors``, recipes/corpus stage 06: held-out
+sentences analysed and encoded by the corpus codec, never trained on) holds, per utterance, the phoneme
+ids, the frames per phoneme and the codec tokens of the teacher recording. Each system below keeps
+some of that ground truth and lets the model produce the rest; the step from one row to the next is
+the WER that one stage of the voice costs:
+
+* ``teacher``: the corpus recording itself (what the recogniser makes of the teacher);
+* ``codec``: the ground-truth tokens, decoded by the codec (the codec's own loss);
+* ``fine``: ground-truth durations and level 0, fine levels by the model's refinement passes;
+* ``gt_dur_parallel`` / ``gt_dur_serial``: ground-truth durations, every level by the decoder;
+* ``parallel`` / ``serial``: durations predicted too (the voice as users hear it, without chunking
+  or joining: one held-out sentence is one chunk).
+
+The model is called directly (``audiopd.decoding``), with the facade's decoder configs
+(``SynthesisConfig``: the shipped K and fine passes) and one seed. Recognition is pocketsphinx
+(``audiopd.checker.sphinx.recognize``), WER corpus-level (``audiopd.eval.wer``), as in tts_eval.
+The utterances are the first ``n`` of each speaker in shard order (ids are hashes: an unbiased draw).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from audiopd.errors import AudiopdError
+
+SYSTEMS = ("teacher", "codec", "fine", "gt_dur_parallel", "gt_dur_serial", "parallel", "serial")
+
+# recognizer(audio, sample_rate) -> recognised text
+Recognizer = Callable[[np.ndarray, int], str]
+
+
+class OracleInputError(AudiopdError, ValueError):
+    """The data or an option of the oracle evaluation is unusable."""
+
+
+def _texts(data: Path) -> dict[tuple[str, str], tuple[str, str]]:
+    """(voice, id) -> (text, wav path relative to DATA) from the corpus manifest."""
+    path = data / "corpus" / "manifest.jsonl"
+    if not path.is_file():
+        raise OracleInputError(f"no corpus manifest at {path}: build the corpus first (recipes/corpus)")
+    out = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            r = json.loads(line)
+            out[(r["voice"], r["id"])] = (r["text"], r["wav"])
+    return out
+
+
+def _decode_system(system: str, tts, utt, speaker: int, seed: int) -> np.ndarray:
+    """Codes [Q, T] of one system for one shard utterance."""
+    import torch
+
+    from audiopd.decoding import api
+    from audiopd.decoding.parallel import decode_parallel
+    from audiopd.decoding.refine import DecodeStats, refine_fine_levels
+    from audiopd.decoding.serial import decode_serial
+
+    model, cfg = tts.model, tts.config
+    if system == "codec":
+        return np.asarray(utt.codes)
+    phon = [utt.phonemes.tolist()]
+    gt = None if system in ("parallel", "serial") else [utt.durations.tolist()]
+    cond = api.build_condition(model, phon, speaker, durations=gt)
+    gen = torch.Generator().manual_seed(seed)
+    if system == "fine":
+        codes = torch.zeros(1, model.num_codebooks, cond.num_frames, dtype=torch.long)
+        codes[0, 0] = torch.as_tensor(utt.codes[0], dtype=torch.long)
+        codes = refine_fine_levels(model, cond, codes, cond.frame_mask.clone(), fine_passes=cfg.parallel.fine_passes,
+                                   sampling=cfg.parallel.fine_sampling, generator=gen,
+                                   stats=DecodeStats(steps_per_level=[0] * model.num_codebooks))
+        return codes[0].numpy()
+    if system.endswith("parallel"):
+        res = decode_parallel(model, cond, cfg.parallel, generator=gen)
+    else:
+        res = decode_serial(model, cond, cfg.serial, generator=gen)
+    return res.codes[0, :, : int(res.lengths[0])].numpy()
+
+
+def evaluate(tts, data: str | Path, *, n: int = 40, speakers: Sequence[str] | None = None,
+             systems: Sequence[str] = SYSTEMS, seed: int = 0, recognizer: Recognizer | None = None,
+             log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """WER per speaker and system (see the module doc); returns a JSON-able report."""
+    from audiopd.audio import read_audio
+    from audiopd.eval.wer import text_to_words, wer
+    from audiopd.train.shards import Shard, find_shards
+
+    if recognizer is None:
+        from audiopd.checker.sphinx import recognize as recognizer
+    log = log or (lambda msg: None)
+    bad = [s for s in systems if s not in SYSTEMS]
+    if bad or not systems:
+        raise OracleInputError(f"systems must be a non-empty list of {', '.join(SYSTEMS)}, got {list(systems)}")
+    if n < 1:
+        raise OracleInputError(f"n must be >= 1, got {n}")
+    data = Path(data)
+    shard_dir = data / "tokens" / tts.codec.name
+    paths = [p for p in find_shards(shard_dir) if p.name.startswith("test-")] if shard_dir.is_dir() else []
+    if not paths:
+        raise OracleInputError(f"no held-out token shard (test-*.safetensors) in {shard_dir}: run recipes/corpus stage 06")
+    texts = _texts(data)
+    voices = list(tts.voices)
+    speakers = list(speakers) if speakers else voices
+    unknown = [s for s in speakers if s not in voices]
+    if unknown:
+        raise OracleInputError(f"unknown speaker(s) {', '.join(unknown)}: the voice has {', '.join(voices)}")
+    picked: dict[str, list] = {s: [] for s in speakers}
+    for path in paths:
+        shard = Shard(path)
+        if shard.meta.voices and list(shard.meta.voices) != voices:
+            raise OracleInputError(f"{path}: speakers {list(shard.meta.voices)} differ from the voice's {voices}")
+        for i in range(len(shard)):
+            u = shard.utterance(i)
+            sp = voices[u.speaker]
+            if sp in picked and len(picked[sp]) < n:
+                picked[sp].append(u)
+    t0 = time.perf_counter()
+    utts, rows = [], []
+    for sp in speakers:
+        for system in systems:
+            refs, hyps = [], []
+            for u in picked[sp]:
+                text, wav = texts[(sp, u.utt_id.split("/", 1)[1])]
+                if system == "teacher":
+                    audio, rate = read_audio(data / wav)
+                else:
+                    codes = _decode_system(system, tts, u, voices.index(sp), seed)
+                    audio, rate = tts.codec.decode(codes[None])[0], tts.sample_rate
+                ref, hyp = text_to_words(text), text_to_words(recognizer(audio, rate))
+                refs.append(ref)
+                hyps.append(hyp)
+                utts.append({"speaker": sp, "system": system, "id": u.utt_id, "ref": " ".join(ref),
+                             "hyp": " ".join(hyp)})
+            rows.append({"speaker": sp, "system": system, "n": len(refs),
+                         "wer": round(100 * wer(refs, hyps), 2) if refs else None})
+            log(f"{sp} {system}: WER {rows[-1]['wer']} on {len(refs)}")
+    for system in systems:
+        mine = [u for u in utts if u["system"] == system]
+        rows.append({"speaker": "all", "system": system, "n": len(mine),
+                     "wer": round(100 * wer([u["ref"] for u in mine], [u["hyp"] for u in mine]), 2) if mine else None})
+    return {"data": str(data), "codec": tts.codec.name, "n": n, "seed": seed, "speakers": speakers,
+            "systems": list(systems), "rows": rows, "utterances": utts,
+            "wall_s": round(time.perf_counter() - t0, 2)}
+
+
+def markdown_table(report: dict[str, Any]) -> str:
+    """Speakers as rows, systems as columns (WER %)."""
+    systems = report["systems"]
+    lines = ["| speaker | n | " + " | ".join(systems) + " |", "|---|---:|" + "---:|" * len(systems)]
+    by = {(r["speaker"], r["system"]): r for r in report["rows"]}
+    for sp in [*report["speakers"], "all"]:
+        cells = [by.get((sp, s), {}).get("wer") for s in systems]
+        n = by.get((sp, systems[0]), {}).get("n", 0)
+        lines.append(f"| {sp} | {n} | " + " | ".join("-" if c is None else f"{c:.2f}" for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def _csv(text: str) -> list[str]:
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m audiopd.eval.oracle", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", required=True, help="corpus directory (recipes/corpus)")
+    ap.add_argument("--voice", default=None, help="voice name or directory (default: the default voice)")
+    ap.add_argument("--n", type=int, default=40, help="utterances per speaker")
+    ap.add_argument("--speakers", default=None, help="comma-separated speakers (default: all)")
+    ap.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated systems")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default=None, help="write the JSON report here")
+    args = ap.parse_args(argv)
+    try:
+        import audiopd
+
+        tts = audiopd.load(args.voice)
+        report = evaluate(tts, args.data, n=args.n, speakers=_csv(args.speakers) if args.speakers else None,
+                          systems=_csv(args.systems), seed=args.seed,
+                          log=lambda m: print(m, file=sys.stderr, flush=True))
+    except AudiopdError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(markdown_table(report))
+    if args.out:
+        Path(args.out).write_text(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
