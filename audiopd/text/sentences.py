@@ -10,7 +10,8 @@ abbreviation that precedes something (Mr. Dr. St. No. vs. e.g. ...), to a single
 ("J. K. Rowling"), to a number ("3.14" has no following space anyway), or when the next word starts
 with a lower-case letter ("approx. five", "etc. and more").
 
-``chunk_text`` packs consecutive sentences greedily into chunks of at most ``max_chars`` characters.
+``chunk_text`` packs consecutive sentences into as few chunks of at most ``max_chars`` characters as
+possible, balanced so that the longest chunk is as short as possible.
 A sentence longer than that is cut after ``, ; :``; a clause still too long is cut at word
 boundaries; a single word longer than ``max_chars`` (a pathological token) is cut hard. Whitespace
 runs collapse to single spaces; no other character is changed or lost.
@@ -65,7 +66,7 @@ def split_sentences(text: str) -> list[str]:
     return [s for s in (" ".join(s.split()) for s in sentences) if s]
 
 
-def _pack(pieces: list[str], max_chars: int) -> list[str]:
+def _greedy(pieces: list[str], max_chars: int) -> list[str]:
     """Join consecutive pieces with spaces while the result stays within ``max_chars``."""
     chunks: list[str] = []
     for piece in pieces:
@@ -74,6 +75,27 @@ def _pack(pieces: list[str], max_chars: int) -> list[str]:
         else:
             chunks.append(piece)
     return chunks
+
+
+def _pack(pieces: list[str], max_chars: int) -> list[str]:
+    """As few chunks as greedy packing makes, but balanced: the longest chunk is as short as it can be.
+
+    Greedy packing alone leaves a long chunk and a short tail (240 + 60 characters): the long one is
+    outside most training lengths, and a batch of chunks is padded to it, so every decoder pass and
+    serial step pays for it. Greedy packing under a limit L gives the fewest chunks any packing can
+    under L, so the smallest L that keeps the greedy count is found by bisection (linear per try).
+    """
+    chunks = _greedy(pieces, max_chars)
+    if len(chunks) < 2:
+        return chunks
+    lo, hi = max(len(p) for p in pieces), max_chars
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if len(_greedy(pieces, mid)) <= len(chunks):
+            hi = mid
+        else:
+            lo = mid + 1
+    return _greedy(pieces, lo)
 
 
 def _split_words(clause: str, max_chars: int) -> list[str]:
@@ -94,7 +116,8 @@ def _split_long_sentence(sentence: str, max_chars: int) -> list[str]:
 def chunk_text(text: str, max_chars: int = 300) -> list[str]:
     """Cut raw ``text`` into chunks of at most ``max_chars`` characters at the most natural boundary.
 
-    Sentences are packed greedily; an over-long sentence is cut at ``, ; :``, then at spaces.
+    Sentences are packed into the fewest chunks, balanced in length; an over-long sentence is cut at
+    ``, ; :``, then at spaces (balanced the same way).
     Returns ``[]`` for text without any non-space character. ``max_chars`` must be positive.
     """
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:

@@ -66,3 +66,16 @@ def test_short_text_is_one_chunk() -> None:
 def test_bad_max_chars(bad: object) -> None:
     with pytest.raises(ValueError, match="max_chars"):
         chunk_text("hi", max_chars=bad)  # type: ignore[arg-type]
+
+
+def test_chunks_are_balanced_not_greedy() -> None:
+    # Sentences of 28, 28, 30, 29 characters: greedy packing at 100 gives 88 + 29, balanced 57 + 60.
+    sentences = [f"Sentence number {w} is here." for w in ("one", "two", "three", "four")]
+    text = " ".join(sentences)
+    chunks = chunk_text(text, max_chars=100)
+    assert chunks == [" ".join(sentences[:2]), " ".join(sentences[2:])]
+    # A long sentence cut at clauses (31, 30, 30 characters) is balanced too: 31 + 61, not greedy's 62 + 30.
+    clauses = "Alpha beta gamma delta epsilon, zeta eta theta iota kappa lam, mu nu xi omicron pi rho sigma."
+    parts = chunk_text(clauses, max_chars=70)
+    assert [len(p) for p in parts] == [31, 61]
+    assert "".join("".join(parts).split()) == "".join(clauses.split())
