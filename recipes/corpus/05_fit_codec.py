@@ -38,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     def extra(p):
         p.add_argument("--codec", default="world16k")
         p.add_argument("--max-frames", type=int, default=200_000)
+        p.add_argument("--fit-sentences", type=int, default=800,
+                       help="fit on the first N train sentences (lowest ids, every analysed voice); 0 = all")
         p.add_argument("--iters", type=int, default=10)
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--out", default=None, help="artifact directory (default: <repo>/codecs/<codec>)")
@@ -53,6 +55,11 @@ def main(argv: list[str] | None = None) -> int:
     cfg = feats_mod.codec_config(args.codec)
     timer = cc.Timer()
     rows = [r for r in cc.read_jsonl(cc.corpus_dir(args.data) / "manifest.jsonl") if r["split"] == "train"]
+    if args.fit_sentences:
+        # The shipped codec was fitted on the first 800 sentences (what stage 04 analysed then; README): fitting
+        # on more would change the codebooks, and with them every token the shipped voice has learnt.
+        keep = set(sorted({r["id"] for r in rows})[: args.fit_sentences])
+        rows = [r for r in rows if r["id"] in keep]
     random.Random(args.seed).shuffle(rows)
     feats, used = [], []
     for r in rows:
