@@ -337,6 +337,11 @@ def _check_compatible(model, codec: Codec) -> None:
         problems.append(f"voice frame rate {info.frame_rate}, codec {codec.frame_rate}")
     if info.inventory_version and str(info.inventory_version) != str(INVENTORY_VERSION):
         problems.append(f"voice phoneme inventory v{info.inventory_version}, frontend v{INVENTORY_VERSION}")
+    theirs = getattr(codec, "token_fingerprint", "")
+    if info.codec_fingerprint and theirs and info.codec_fingerprint != theirs:
+        problems.append(f"the voice learnt the tokens of another {codec.name!r} codec (different codebooks or bin "
+                        f"tables: fingerprint {info.codec_fingerprint[:12]}, this codec {theirs[:12]}); use the codec "
+                        f"it was exported with, or re-export it from a run trained on this codec's tokens")
     if model.cfg.num_symbols < NUM_SYMBOLS:
         problems.append(f"voice knows {model.cfg.num_symbols} phoneme symbols, the frontend uses {NUM_SYMBOLS}")
     if problems:

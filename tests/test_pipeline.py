@@ -164,6 +164,23 @@ def test_voice_and_codec_must_fit(artifacts) -> None:
         audiopd.load("nope")
 
 
+def test_voice_rejects_a_codec_whose_tokens_mean_something_else(artifacts) -> None:
+    import dataclasses
+
+    from audiopd.codec import load_codec
+
+    fx = load_codec("fx")
+    # Same shape and rates, other code tables (another seed): only the fingerprint can tell.
+    write_fixture_artifact(artifacts / "codecs" / "fx_other", seed=7)
+    model = tiny_voice(("alice", "bob"))
+    model.info = dataclasses.replace(model.info, codec_fingerprint=fx.token_fingerprint)
+    save_voice(model, artifacts / "voices" / "stamped")
+    assert audiopd.load("stamped").codec.token_fingerprint == fx.token_fingerprint
+    with pytest.raises(ArtifactError, match="learnt the tokens of another 'fx_other' codec"):
+        audiopd.load("stamped", codec="fx_other")
+    audiopd.load("default", codec="fx_other")  # an unstamped (older) voice: no fingerprint, no check
+
+
 # ---------------------------------------------------------------------------------------- auto mode
 def test_auto_escalates_to_serial_and_delivers_the_best_failing_attempt(tts) -> None:
     tts.checker = Stub((False, 0.2), (False, 0.7), (False, 0.3), (False, 0.5))

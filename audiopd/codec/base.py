@@ -20,6 +20,11 @@ class Codec(abc.ABC):
     frame_rate: float
     num_codebooks: int
     cardinality: int
+    # What the tokens mean: a digest of everything the decoder maps tokens through (codebooks, bin
+    # tables). Two codecs with equal digests decode any grid alike; a voice records the digest of the
+    # codec it was exported with, and loading it with other tables fails instead of speaking noise.
+    # "" = the adapter cannot say (no check).
+    token_fingerprint: str = ""
 
     def encode(self, audio: np.ndarray) -> np.ndarray:
         """Audio ``[S]`` or ``[B, S]`` float at ``sample_rate`` -> int64 codes ``[B, Q, T]``."""

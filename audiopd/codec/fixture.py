@@ -24,6 +24,7 @@ uncorrelated noise keeps its power across frames). Same codes and seed give bit-
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,9 @@ class FixtureCodec(Codec):
         self.frame_rate = int(frame_rate)
         self.seed = int(seed)
         self.hop = self.sample_rate // self.frame_rate
+        # The code tables are this module's constants; the rates and the seed complete them.
+        spec = f"fixture/{NUM_LEVELS}x{CARDINALITY}/{self.sample_rate}/{self.frame_rate}/{self.seed}"
+        self.token_fingerprint = hashlib.sha256(spec.encode()).hexdigest()
         if self.hop < 16 or self.hop % 2:
             raise ValueError(f"hop {self.hop} samples is too short or odd; lower frame_rate")
 

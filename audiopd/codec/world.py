@@ -17,6 +17,8 @@ spectral envelope by CheapTrick, aperiodicity by D4C.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -193,6 +195,18 @@ def nearest(x: np.ndarray, book: np.ndarray, chunk: int = 16384) -> np.ndarray:
     return out
 
 
+# Config fields that only steer analysis (or name things): changing them leaves the tokens' meaning alone.
+_ANALYSIS_ONLY = frozenset({"name", "description", "f0_method", "codebooks_file"})
+
+
+def token_fingerprint(cfg: WorldCodecConfig, codebooks: np.ndarray) -> str:
+    """SHA-256 over the decode-side config (JSON, sorted keys) and the float32 codebooks."""
+    fields = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in _ANALYSIS_ONLY}
+    h = hashlib.sha256(json.dumps(fields, sort_keys=True, default=list).encode())
+    h.update(np.ascontiguousarray(codebooks, dtype=np.float32).tobytes())
+    return h.hexdigest()
+
+
 class WorldCodec(Codec):
     """WORLD features <-> tokens. See the module docstring for the token layout."""
 
@@ -202,6 +216,7 @@ class WorldCodec(Codec):
             raise ArtifactError(f"world codec {cfg.name!r}: codebooks {codebooks.shape}, expected {expected}")
         self.cfg = cfg
         self.codebooks = codebooks.astype(np.float32)
+        self.token_fingerprint = token_fingerprint(cfg, self.codebooks)
         self.name = cfg.name
         self.sample_rate = cfg.sample_rate
         self.frame_rate = 1000.0 / cfg.frame_period_ms

@@ -52,6 +52,8 @@ class VoiceInfo:
     cardinality: int = 0
     inventory_version: str = ""
     voices: tuple[str, ...] = field(default_factory=tuple)
+    # Codec.token_fingerprint of the codec the voice was exported with ("" = not recorded: no check).
+    codec_fingerprint: str = ""
 
     def speaker_id(self, voice: str | int) -> int:
         """Speaker index for a voice name (or a valid index)."""

@@ -8,9 +8,11 @@ output directory is kept otherwise, and re-checksummed with the new weights.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
+import yaml
 from safetensors.torch import load_file
 
 from audiopd.config import from_dict
@@ -21,10 +23,32 @@ from audiopd.model.voice import CHECKER_FILE, VoiceInfo, VoiceModel, load_checke
 from audiopd.train.checkpoint import latest_checkpoint, read_state
 
 
-def export_voice(source: str | Path, out_dir: str | Path, *, checker: str | Path | None = None) -> Path:
+def stamp_codec(info: VoiceInfo, codec: str | Path | None = None) -> VoiceInfo:
+    """``info`` with the token fingerprint of ``codec`` (default: the codec artifact the voice names).
+
+    Export runs next to the codec whose tokens made the shards, so that codec's fingerprint is the
+    voice's. Left unstamped (load then skips the check) when that codec cannot be loaded or does not
+    even have the voice's shape (e.g. a test run on synthetic tokens).
+    """
+    from audiopd.codec import load_codec
+
+    if info.codec_fingerprint:
+        return info
+    try:
+        c = load_codec(str(codec or info.codec))
+    except (AudiopdError, OSError):
+        return info
+    if (c.num_codebooks, c.cardinality, c.sample_rate) != (info.num_codebooks, info.cardinality, info.sample_rate):
+        return info
+    return dataclasses.replace(info, codec_fingerprint=c.token_fingerprint)
+
+
+def export_voice(source: str | Path, out_dir: str | Path, *, checker: str | Path | None = None,
+                 codec: str | Path | None = None) -> Path:
     """``source``: a run directory (its latest checkpoint) or one checkpoint directory.
 
     ``checker``: a YAML file of CheckerConfig fields to ship as the voice's ``checker.yaml``.
+    ``codec``: the codec artifact (name or directory) whose fingerprint the voice records (``stamp_codec``).
     """
     source = Path(source)
     ck = source if (source / "state.json").is_file() else latest_checkpoint(source)
@@ -32,7 +56,7 @@ def export_voice(source: str | Path, out_dir: str | Path, *, checker: str | Path
         raise ArtifactError(f"no checkpoint found in {source}")
     state = read_state(ck)
     mcfg = from_dict(ModelConfig, state["model"], where=f"{ck}/state.json:model")
-    info = from_dict(VoiceInfo, state["info"], where=f"{ck}/state.json:info")
+    info = stamp_codec(from_dict(VoiceInfo, state["info"], where=f"{ck}/state.json:info"), codec)
     model = VoiceModel(mcfg, info)
     model.load_state_dict(load_file(str(ck / "model.safetensors")))
     out_dir = Path(out_dir)
@@ -52,12 +76,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("source", help="run directory or checkpoint directory")
     ap.add_argument("out", help="voice artifact directory to write")
     ap.add_argument("--checker", default=None, help="checker thresholds (YAML) to ship as checker.yaml")
+    ap.add_argument("--codec", default=None, help="codec artifact whose token fingerprint the voice records "
+                                                  "(default: the one the voice names)")
     args = ap.parse_args(argv)
     try:
-        path = export_voice(args.source, args.out, checker=args.checker)
+        path = export_voice(args.source, args.out, checker=args.checker, codec=args.codec)
     except AudiopdError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if not yaml.safe_load((path / "config.yaml").read_text()).get("codec_fingerprint"):
+        print("note: no codec fingerprint recorded (codec not found or of another shape): loads skip that check",
+              file=sys.stderr)
     print(path)
     return 0
 

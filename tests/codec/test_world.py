@@ -105,6 +105,7 @@ def test_artifact_round_trip_and_rejects_bad_version(tmp_path, small_codec: Worl
     monkeypatch.setenv("AUDIOPD_CODECS_PATH", str(tmp_path))
     codec = load_codec("tiny")
     assert np.array_equal(codec.codebooks, small_codec.codebooks)
+    assert codec.token_fingerprint == small_codec.token_fingerprint  # the artifact means the same tokens
     cfg_text = (d / "config.yaml").read_text().replace("format_version: 1", "format_version: 99")
     (d / "config.yaml").write_text(cfg_text)
     with pytest.raises(ArtifactError, match="checksum|format_version"):
@@ -115,3 +116,19 @@ def test_config_rejects_impossible_level0() -> None:
     with pytest.raises(ArtifactError):
         WorldCodecConfig(name="x", f0_bins=200, energy_bins=8, cardinality=1024)
 
+
+
+def test_token_fingerprint_follows_what_decoding_uses(small_codec: WorldCodec) -> None:
+    import dataclasses
+
+    fp = small_codec.token_fingerprint
+    assert len(fp) == 64 and fp == WorldCodec(small_codec.cfg, small_codec.codebooks.copy()).token_fingerprint
+    # Analysis-only settings and names leave the tokens' meaning alone...
+    same = dataclasses.replace(small_codec.cfg, f0_method="harvest", name="renamed", description="x")
+    assert WorldCodec(same, small_codec.codebooks).token_fingerprint == fp
+    # ...one moved codeword or another bin table does not.
+    books = small_codec.codebooks.copy()
+    books[1, 5, 0] += 1e-3
+    assert WorldCodec(small_codec.cfg, books).token_fingerprint != fp
+    other = dataclasses.replace(small_codec.cfg, f0_ceil=400.0)
+    assert WorldCodec(other, small_codec.codebooks).token_fingerprint != fp

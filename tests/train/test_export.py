@@ -88,3 +88,24 @@ def test_export_rejects_bad_checker_thresholds(shard_dir: Path, tmp_path: Path) 
         export_voice(tmp_path / "run", tmp_path / "voice", checker=th)
     with pytest.raises(ArtifactError, match="not found"):
         export_voice(tmp_path / "run", tmp_path / "voice2", checker=tmp_path / "missing.yaml")
+
+
+def test_export_records_the_fingerprint_of_a_matching_codec(tmp_path: Path, monkeypatch) -> None:
+    import dataclasses
+
+    from audiopd.codec import load_codec
+    from audiopd.codec.fixture import write_fixture_artifact
+    from audiopd.model.voice import VoiceInfo
+    from audiopd.train.export import stamp_codec
+
+    write_fixture_artifact(tmp_path / "codecs" / "fx")
+    monkeypatch.setenv("AUDIOPD_CODECS_PATH", str(tmp_path / "codecs"))
+    fx = load_codec("fx")
+    info = VoiceInfo(codec="fx", sample_rate=16000, frame_rate=100.0, num_codebooks=fx.num_codebooks,
+                     cardinality=fx.cardinality)
+    assert stamp_codec(info).codec_fingerprint == fx.token_fingerprint
+    # An existing stamp is kept; a missing codec or one of another shape leaves the voice unstamped.
+    assert stamp_codec(dataclasses.replace(info, codec_fingerprint="abc")).codec_fingerprint == "abc"
+    assert stamp_codec(dataclasses.replace(info, codec="nowhere")).codec_fingerprint == ""
+    assert stamp_codec(dataclasses.replace(info, cardinality=fx.cardinality * 2)).codec_fingerprint == ""
+    assert stamp_codec(dataclasses.replace(info, codec="nowhere"), codec="fx").codec_fingerprint == fx.token_fingerprint
