@@ -195,8 +195,9 @@ def nearest(x: np.ndarray, book: np.ndarray, chunk: int = 16384) -> np.ndarray:
     return out
 
 
-# Config fields that only steer analysis (or name things): changing them leaves the tokens' meaning alone.
-_ANALYSIS_ONLY = frozenset({"name", "description", "f0_method", "codebooks_file"})
+# Config fields that only steer analysis, post-process decoded features (smoothing) or name things: changing
+# them leaves the tokens' meaning alone.
+_ANALYSIS_ONLY = frozenset({"name", "description", "f0_method", "smooth", "codebooks_file"})
 
 
 def token_fingerprint(cfg: WorldCodecConfig, codebooks: np.ndarray) -> str:

@@ -124,7 +124,7 @@ def test_token_fingerprint_follows_what_decoding_uses(small_codec: WorldCodec) -
     fp = small_codec.token_fingerprint
     assert len(fp) == 64 and fp == WorldCodec(small_codec.cfg, small_codec.codebooks.copy()).token_fingerprint
     # Analysis-only settings and names leave the tokens' meaning alone...
-    same = dataclasses.replace(small_codec.cfg, f0_method="harvest", name="renamed", description="x")
+    same = dataclasses.replace(small_codec.cfg, f0_method="harvest", smooth=0.2, name="renamed", description="x")
     assert WorldCodec(same, small_codec.codebooks).token_fingerprint == fp
     # ...one moved codeword or another bin table does not.
     books = small_codec.codebooks.copy()
