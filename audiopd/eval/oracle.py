@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from audiopd.errors import AudiopdError
+from audiopd.eval.tts_eval import read_manifest
 
 SYSTEMS = ("teacher", "codec", "fine", "gt_dur_parallel", "gt_dur_serial", "parallel", "serial")
 
@@ -44,19 +45,6 @@ Recognizer = Callable[[np.ndarray, int], str]
 
 class OracleInputError(AudiopdError, ValueError):
     """The data or an option of the oracle evaluation is unusable."""
-
-
-def _texts(data: Path) -> dict[tuple[str, str], tuple[str, str]]:
-    """(voice, id) -> (text, wav path relative to DATA) from the corpus manifest."""
-    path = data / "corpus" / "manifest.jsonl"
-    if not path.is_file():
-        raise OracleInputError(f"no corpus manifest at {path}: build the corpus first (recipes/corpus)")
-    out = {}
-    for line in path.read_text().splitlines():
-        if line.strip():
-            r = json.loads(line)
-            out[(r["voice"], r["id"])] = (r["text"], r["wav"])
-    return out
 
 
 def _decode_system(system: str, tts, utt, speaker: int, seed: int) -> np.ndarray:
@@ -110,7 +98,7 @@ def evaluate(tts, data: str | Path, *, n: int = 40, speakers: Sequence[str] | No
     paths = [p for p in find_shards(shard_dir) if p.name.startswith("test-")] if shard_dir.is_dir() else []
     if not paths:
         raise OracleInputError(f"no held-out token shard (test-*.safetensors) in {shard_dir}: run recipes/corpus stage 06")
-    texts = _texts(data)
+    texts = {(r["voice"], r["id"]): (r["text"], r["wav"]) for r in read_manifest(data)}
     voices = list(tts.voices)
     speakers = list(speakers) if speakers else voices
     unknown = [s for s in speakers if s not in voices]
