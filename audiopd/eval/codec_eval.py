@@ -4,7 +4,16 @@
 evaluates on the corpus's held-out ``test`` split (sentences never used to fit the codec) and prints a
 markdown table. WER is pocketsphinx's against the sentence text, for the originals and for each level count.
 F0 error compares Harvest F0 of the decoded audio with Harvest F0 of the original, in cents, on frames voiced
-in both (so it measures the whole round trip, not only the quantiser).
+in both (so it measures the whole round trip, not only the quantiser). Besides mean and median it reports the
+two standard pitch-tracking figures (Rabiner et al. 1976; Chu & Alwan 2009): the gross pitch error rate (frames
+more than 20% off) and the mean error of the remaining, fine frames.
+
+Two reference rows separate what the codec loses from what its measurement loses:
+
+* ``vocoder`` (WORLD codecs): the unquantised analysis features, resynthesised by the codec's own decode path.
+  Whatever this row loses is the vocoder plus re-analysis, which no quantiser can win back.
+* ``f0_token_mean_abs_cents`` (WORLD codecs): the decoded F0 track against the analysed one, before any
+  synthesis: the error of the F0 tokens themselves.
 """
 
 from __future__ import annotations
@@ -18,14 +27,18 @@ from pathlib import Path
 import numpy as np
 
 from audiopd.codec import Codec, load_codec
+from audiopd.codec.world import WorldCodec, analyze
+
+VOCODER = "vocoder"  # the reference row: unquantised analysis features through the codec's synthesis
 
 
 @dataclass
 class RoundTripStats:
-    levels: int
+    levels: int | str
     refs: list[list[str]] = field(default_factory=list)
     hyps: list[list[str]] = field(default_factory=list)
     f0_cents: list[np.ndarray] = field(default_factory=list)
+    f0_token_cents: list[np.ndarray] = field(default_factory=list)
     vuv_errors: int = 0
     vuv_frames: int = 0
     mcd: list[float] = field(default_factory=list)
@@ -36,17 +49,31 @@ class RoundTripStats:
     def summary(self) -> dict:
         from audiopd.eval.wer import wer
 
-        cents = np.concatenate(self.f0_cents) if self.f0_cents else np.zeros(0)
+        cents = np.abs(np.concatenate(self.f0_cents)) if self.f0_cents else np.zeros(0)
+        token = np.abs(np.concatenate(self.f0_token_cents)) if self.f0_token_cents else np.zeros(0)
+        gross = cents > GROSS_CENTS
+
+        def mean(a: np.ndarray) -> float | None:
+            return round(float(np.mean(a)), 1) if a.size else None
+
         return {
             "levels": self.levels,
             "wer": round(100 * wer(self.refs, self.hyps), 2),
-            "f0_mean_abs_cents": round(float(np.mean(np.abs(cents))), 1) if cents.size else None,
-            "f0_median_abs_cents": round(float(np.median(np.abs(cents))), 1) if cents.size else None,
+            "f0_mean_abs_cents": mean(cents),
+            "f0_median_abs_cents": round(float(np.median(cents)), 1) if cents.size else None,
+            "f0_gross_pct": round(100 * float(gross.mean()), 2) if cents.size else None,
+            "f0_fine_mean_abs_cents": mean(cents[~gross]),
+            "f0_token_mean_abs_cents": mean(token),
             "vuv_error_pct": round(100 * self.vuv_errors / max(1, self.vuv_frames), 2),
             "mcd_db": round(float(np.mean(self.mcd)), 3) if self.mcd else None,
             "pesq_wb": round(float(np.mean(self.pesq)), 3) if self.pesq else None,
             "decode_x_realtime": round(self.audio_seconds / max(1e-9, self.decode_seconds), 1),
         }
+
+
+# A gross pitch error is an estimate more than 20% off the reference (Rabiner et al. 1976), in either
+# direction: +20% is 316 cents up, -20% is 386 cents down; the smaller bound keeps the rule symmetric in cents.
+GROSS_CENTS = 1200.0 * float(np.log2(1.2))
 
 
 def harvest_f0(audio: np.ndarray, sr: int) -> np.ndarray:
@@ -80,7 +107,7 @@ def pesq_wb(ref: np.ndarray, deg: np.ndarray, sr: int) -> float | None:
     n = min(len(ref), len(deg))
     try:
         return float(pesq(sr, ref[:n], deg[:n], "wb"))
-    except Exception:
+    except Exception:  # noqa: BLE001 - pesq raises its own error types (e.g. no utterance found): no figure
         return None
 
 
@@ -90,30 +117,36 @@ def evaluate(
     levels: list[int],
     *,
     with_pesq: bool = True,
+    with_vocoder: bool = True,
 ) -> tuple[dict, list[dict]]:
-    """Round-trip ``items`` (audio, text) through ``codec`` for each level count; return (original, rows)."""
+    """Round-trip ``items`` (audio, text) through ``codec`` for each level count; return (original, rows).
+
+    For a WORLD codec, ``rows`` starts with the ``vocoder`` reference row (unquantised features through
+    the same synthesis) unless ``with_vocoder`` is false, and each level row carries the F0 tokens' own
+    error (``f0_token_mean_abs_cents``).
+    """
     from audiopd.checker.sphinx import recognize
     from audiopd.eval.wer import text_to_words
 
     sr = codec.sample_rate
     orig_refs, orig_hyps = [], []
-    stats = {q: RoundTripStats(levels=q) for q in levels}
-    analysis = getattr(codec, "decode_features", None)
+    stats: dict[int | str, RoundTripStats] = {q: RoundTripStats(levels=q) for q in levels}
+    world = isinstance(codec, WorldCodec)
+    if world and with_vocoder:
+        stats = {VOCODER: RoundTripStats(levels=VOCODER), **stats}
     for audio, text in items:
         ref_words = text_to_words(text)
         orig_refs.append(ref_words)
         orig_hyps.append(text_to_words(recognize(audio, sr)))
         f0_ref = harvest_f0(audio, sr)
         codes = codec.encode(audio)
-        ref_mcep = None
-        if analysis is not None:
-            from audiopd.codec.world import analyze
-
-            ref_mcep = analyze(audio, codec.cfg).mcep  # type: ignore[attr-defined]
-        for q in levels:
-            st = stats[q]
+        feats = analyze(audio, codec.cfg) if world else None
+        for q, st in stats.items():
             t = time.perf_counter()
-            y = codec.decode(codes[:, :q])[0][: len(audio)]
+            if q == VOCODER:
+                y = codec.synthesize(feats)[: len(audio)]
+            else:
+                y = codec.decode(codes[:, :q])[0][: len(audio)]
             st.decode_seconds += time.perf_counter() - t
             st.audio_seconds += len(audio) / sr
             st.refs.append(ref_words)
@@ -122,8 +155,11 @@ def evaluate(
             st.f0_cents.append(cents)
             st.vuv_errors += vuv_err
             st.vuv_frames += n
-            if ref_mcep is not None:
-                st.mcd.append(mel_cepstral_distortion(ref_mcep, codec.decode_features(codes[0, :q]).mcep))
+            if feats is not None:
+                decoded = feats if q == VOCODER else codec.decode_features(codes[0, :q])
+                st.mcd.append(mel_cepstral_distortion(feats.mcep, decoded.mcep))
+                if q != VOCODER:
+                    st.f0_token_cents.append(f0_errors(feats.f0, decoded.f0)[0])
             if with_pesq:
                 p = pesq_wb(audio, y, sr)
                 if p is not None:
@@ -131,12 +167,12 @@ def evaluate(
     from audiopd.eval.wer import wer
 
     original = {"levels": "original", "wer": round(100 * wer(orig_refs, orig_hyps), 2)}
-    return original, [stats[q].summary() for q in levels]
+    return original, [st.summary() for st in stats.values()]
 
 
 def markdown_table(original: dict, rows: list[dict]) -> str:
-    cols = ["levels", "wer", "f0_mean_abs_cents", "f0_median_abs_cents", "vuv_error_pct", "mcd_db", "pesq_wb",
-            "decode_x_realtime"]
+    cols = ["levels", "wer", "f0_mean_abs_cents", "f0_median_abs_cents", "f0_gross_pct", "f0_fine_mean_abs_cents",
+            "f0_token_mean_abs_cents", "vuv_error_pct", "mcd_db", "pesq_wb", "decode_x_realtime"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in [original, *rows]:
         lines.append("| " + " | ".join("" if r.get(c) is None else str(r.get(c)) for c in cols) + " |")
@@ -165,13 +201,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--levels", default="1,2,4,8")
     p.add_argument("--limit", type=int, default=160)
     p.add_argument("--no-pesq", action="store_true")
+    p.add_argument("--no-vocoder", action="store_true", help="leave out the unquantised-vocoder reference row")
     p.add_argument("--json", help="also write the figures to this JSON file")
     args = p.parse_args(argv)
     codec = load_codec(args.codec)
     items = load_test_items(Path(args.data), args.limit)
     levels = [int(x) for x in args.levels.split(",")]
     t = time.time()
-    original, rows = evaluate(codec, [(a, txt) for a, txt, _ in items], levels, with_pesq=not args.no_pesq)
+    original, rows = evaluate(codec, [(a, txt) for a, txt, _ in items], levels, with_pesq=not args.no_pesq,
+                              with_vocoder=not args.no_vocoder)
     print(f"{len(items)} held-out utterances, {sum(len(a) for a, _, _ in items) / codec.sample_rate:.0f} s audio, "
           f"codec {codec.name}, {time.time() - t:.0f} s")
     print(markdown_table(original, rows))
