@@ -1,4 +1,4 @@
-"""``python -m audiopd.train --config CONFIG.yaml --shards DIR --out RUN_DIR [--resume] [--max-minutes M]``."""
+"""``python -m audiopd.train --config CONFIG.yaml --shards DIR --out RUN_DIR [--resume] [--init-from SRC] [--max-minutes M]``."""
 
 from __future__ import annotations
 
@@ -18,13 +18,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shards", required=True, nargs="+", help="shard directory/files")
     ap.add_argument("--out", required=True, help="run directory (logs, checkpoints)")
     ap.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out")
+    ap.add_argument("--init-from", default=None, metavar="CKPT_RUN_OR_VOICE",
+                    help="start a new run from these weights (fine-tuning): a checkpoint, a run directory or a voice")
     ap.add_argument("--max-minutes", type=float, default=None, help="wall-clock budget; checkpoints on stop")
     ap.add_argument("--max-steps", type=int, default=None, help="override config max_steps as a stop (LR unchanged)")
     args = ap.parse_args(argv)
     try:
         cfg = load_config(TrainConfig, args.config) if args.config else TrainConfig()
         summary = train(cfg, args.shards, args.out, resume=args.resume, max_minutes=args.max_minutes,
-                        max_steps=args.max_steps)
+                        max_steps=args.max_steps, init_from=args.init_from)
     except AudiopdError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -24,7 +24,9 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
+from audiopd.config import to_dict
 from audiopd.errors import ArtifactError
+from audiopd.model.voice import load_voice
 
 CHECKPOINT_FORMAT_VERSION = 1
 
@@ -121,3 +123,38 @@ def load_checkpoint(path: Path, *, model: nn.Module, optimizer: torch.optim.Opti
         optimizer.load_state_dict(_optimizer_state(tensors, meta))
         rng = {k[4:]: v for k, v in tensors.items() if k.startswith("rng.")}
     return state, rng
+
+
+def initial_weights(source: str | Path, model: dict[str, Any], voices: tuple[str, ...], codec: str
+                    ) -> tuple[dict[str, torch.Tensor], str]:
+    """Weights to start a new run from (fine-tuning), and a description of where they came from.
+
+    ``source`` is a checkpoint directory, a run directory (its latest checkpoint) or an exported voice
+    (``voices/<name>`` or a directory). Its model config must equal ``model`` (the new run's, as a dict),
+    and its speakers and codec must be the new shards', in the same order: a speaker embedding or output
+    head trained for other ids or other tokens would start the run from noise that looks like a voice.
+    """
+    src = Path(source)
+    if (src / "checkpoints").is_dir():
+        ck = latest_checkpoint(src)
+        if ck is None:
+            raise ArtifactError(f"{src} is a run directory without a complete checkpoint")
+        src = ck
+    if (src / "state.json").is_file():
+        state = read_state(src)
+        theirs, info = state.get("model"), state.get("info") or {}
+        their_voices, their_codec = tuple(info.get("voices") or ()), info.get("codec", "")
+        weights = load_file(str(src / "model.safetensors"))
+        what = f"checkpoint {src} (step {state['step']})"
+    else:
+        voice = load_voice(source)  # by name or directory; verifies checksums and version
+        theirs, their_voices, their_codec = to_dict(voice.cfg), tuple(voice.info.voices), voice.info.codec
+        weights = voice.state_dict()
+        what = f"voice {source}"
+    if theirs != model:
+        diff = sorted(k for k in set(model) | set(theirs or {}) if model.get(k) != (theirs or {}).get(k))
+        raise ArtifactError(f"{what}: model config differs from the new run's ({', '.join(diff)})")
+    if their_voices != tuple(voices) or their_codec != codec:
+        raise ArtifactError(f"{what}: trained on codec {their_codec!r} with speakers {list(their_voices)}; "
+                            f"the shards have codec {codec!r} with speakers {list(voices)}")
+    return weights, what

@@ -22,7 +22,7 @@ from audiopd.config import to_dict
 from audiopd.errors import ArtifactError
 from audiopd.model.config import ModelConfig
 from audiopd.model.voice import VoiceInfo, VoiceModel
-from audiopd.train.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from audiopd.train.checkpoint import initial_weights, latest_checkpoint, load_checkpoint, save_checkpoint
 from audiopd.train.data import FrameBucketSampler, ShardDataset, collate
 from audiopd.train.objective import LossConfig, VoiceObjective
 
@@ -97,8 +97,14 @@ def _log(path: Path, record: dict[str, Any]) -> None:
 
 
 def train(cfg: TrainConfig, shards: str | Path | list[str | Path], out: str | Path, *, resume: bool = False,
-          max_minutes: float | None = None, max_steps: int | None = None) -> dict[str, Any]:
-    """Train (or resume) into ``out``; returns a summary {step, last losses, stopped}."""
+          max_minutes: float | None = None, max_steps: int | None = None,
+          init_from: str | Path | None = None) -> dict[str, Any]:
+    """Train (or resume) into ``out``; returns a summary {step, last losses, stopped}.
+
+    ``init_from`` (a checkpoint, run or voice; see ``initial_weights``) starts a new run from those
+    weights with a fresh optimizer and LR schedule: fine-tuning on new shards. A resumed run ignores it,
+    since its own checkpoint already holds the fine-tuned weights.
+    """
     t_start = time.monotonic()
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
@@ -142,9 +148,15 @@ def train(cfg: TrainConfig, shards: str | Path | list[str | Path], out: str | Pa
                 mask_gen.set_state(rng[f"mask_{rank}"])
         elif rank == 0 and out.exists() and (out / "checkpoints" / "LATEST").exists():
             raise ArtifactError(f"{out} already holds a run; pass --resume or choose a new --out")
+        init_note = None
+        if ck is None and init_from is not None:
+            weights, init_note = initial_weights(init_from, to_dict(mcfg), info.voices, info.codec)
+            model.load_state_dict(weights)
         if rank == 0:
             out.mkdir(parents=True, exist_ok=True)
             (out / "config.yaml").write_text(yaml.safe_dump({**to_dict(cfg), "model": to_dict(mcfg)}, sort_keys=False))
+            if init_note is not None:
+                _log(out / "log.jsonl", {"event": "init", "from": init_note})
         wrapped: torch.nn.Module = objective
         if world > 1:
             unused = min(cfg.loss.duration_weight, cfg.loss.masked_weight, cfg.loss.serial_weight) <= 0

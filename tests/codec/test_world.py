@@ -15,11 +15,7 @@ from audiopd.codec.world import (
     quantize_prosody,
     rvq_encode,
 )
-from audiopd.codec.world_fit import (
-    fit_rvq,
-    kmeans,
-    write_codec_artifact,
-)
+from audiopd.codec.world_fit import fit_rvq, kmeans, write_codec_artifact
 from audiopd.errors import ArtifactError
 
 
