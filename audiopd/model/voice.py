@@ -167,6 +167,13 @@ def load_voice(name_or_dir: str | Path, *, map_location: str = "cpu") -> VoiceMo
     return model
 
 
+def voice_training(name_or_dir: str | Path) -> dict[str, Any]:
+    """The ``training`` record a voice was exported with (step, checkpoint, init_from); {} if none."""
+    directory = artifacts.find_artifact("voices", str(name_or_dir))
+    trained = _read_voice_config(directory).get("training")
+    return dict(trained) if isinstance(trained, dict) else {}
+
+
 def load_checker_config(name_or_dir: str | Path) -> CheckerConfig | None:
     """The checker thresholds of a voice artifact (name or directory) without loading its weights.
 

@@ -26,7 +26,7 @@ from torch import nn
 
 from audiopd.config import to_dict
 from audiopd.errors import ArtifactError
-from audiopd.model.voice import load_voice
+from audiopd.model.voice import load_voice, voice_training
 
 CHECKPOINT_FORMAT_VERSION = 1
 
@@ -135,22 +135,24 @@ def initial_weights(source: str | Path, model: dict[str, Any], voices: tuple[str
     head trained for other ids or other tokens would start the run from noise that looks like a voice.
     """
     src = Path(source)
+    label = f"checkpoint {src}"
     if (src / "checkpoints").is_dir():
         ck = latest_checkpoint(src)
         if ck is None:
             raise ArtifactError(f"{src} is a run directory without a complete checkpoint")
-        src = ck
+        src, label = ck, f"run {source}, checkpoint {ck.name}"
     if (src / "state.json").is_file():
         state = read_state(src)
         theirs, info = state.get("model"), state.get("info") or {}
         their_voices, their_codec = tuple(info.get("voices") or ()), info.get("codec", "")
         weights = load_file(str(src / "model.safetensors"))
-        what = f"checkpoint {src} (step {state['step']})"
+        what = f"{label} (step {state['step']})"
     else:
         voice = load_voice(source)  # by name or directory; verifies checksums and version
         theirs, their_voices, their_codec = to_dict(voice.cfg), tuple(voice.info.voices), voice.info.codec
         weights = voice.state_dict()
-        what = f"voice {source}"
+        trained = voice_training(source)
+        what = f"voice {source}" + (f" (step {trained['step']})" if "step" in trained else "")
     if theirs != model:
         diff = sorted(k for k in set(model) | set(theirs or {}) if model.get(k) != (theirs or {}).get(k))
         raise ArtifactError(f"{what}: model config differs from the new run's ({', '.join(diff)})")

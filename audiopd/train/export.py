@@ -66,7 +66,10 @@ def export_voice(source: str | Path, out_dir: str | Path, *, checker: str | Path
             raise ArtifactError(f"checker thresholds {checker} not found")
         out_dir.mkdir(parents=True, exist_ok=True)
         write_text_atomic(out_dir / CHECKER_FILE, checker.read_text(encoding="utf-8"))
-    path = save_voice(model, out_dir, extra={"step": state["step"], "checkpoint": ck.name})
+    trained = {"step": state["step"], "checkpoint": ck.name}
+    if state.get("init_from"):  # a fine-tuning run: its steps count from the weights it started with
+        trained["init_from"] = state["init_from"]
+    path = save_voice(model, out_dir, extra=trained)
     load_checker_config(path)  # the shipped thresholds must load (strict keys, valid values)
     return path
 

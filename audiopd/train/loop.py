@@ -137,8 +137,10 @@ def train(cfg: TrainConfig, shards: str | Path | list[str | Path], out: str | Pa
         ck = latest_checkpoint(out) if resume else None
         if resume and ck is None and rank == 0:
             print(f"no checkpoint in {out}; starting from scratch", flush=True)
+        init_note = None  # where a fine-tuning run's first weights came from (kept in every checkpoint)
         if ck is not None:
             state, rng = load_checkpoint(ck, model=model, optimizer=opt)
+            init_note = state.get("init_from")
             if state["model"] != to_dict(mcfg):
                 raise ArtifactError(f"{ck}: model config differs from the one in the training config")
             step, epoch, batch_pos = state["step"], state["epoch"], state["batch"]
@@ -148,14 +150,13 @@ def train(cfg: TrainConfig, shards: str | Path | list[str | Path], out: str | Pa
                 mask_gen.set_state(rng[f"mask_{rank}"])
         elif rank == 0 and out.exists() and (out / "checkpoints" / "LATEST").exists():
             raise ArtifactError(f"{out} already holds a run; pass --resume or choose a new --out")
-        init_note = None
         if ck is None and init_from is not None:
             weights, init_note = initial_weights(init_from, to_dict(mcfg), info.voices, info.codec)
             model.load_state_dict(weights)
         if rank == 0:
             out.mkdir(parents=True, exist_ok=True)
             (out / "config.yaml").write_text(yaml.safe_dump({**to_dict(cfg), "model": to_dict(mcfg)}, sort_keys=False))
-            if init_note is not None:
+            if ck is None and init_note is not None:
                 _log(out / "log.jsonl", {"event": "init", "from": init_note})
         wrapped: torch.nn.Module = objective
         if world > 1:
@@ -182,7 +183,8 @@ def train(cfg: TrainConfig, shards: str | Path | list[str | Path], out: str | Pa
             if rank == 0:
                 save_checkpoint(out, step=step, model=model, optimizer=opt, rng=rng, keep=cfg.keep_checkpoints,
                                 state={"epoch": epoch, "batch": batch_pos, "train": to_dict(cfg),
-                                       "model": to_dict(mcfg), "info": to_dict(info)})
+                                       "model": to_dict(mcfg), "info": to_dict(info),
+                                       **({"init_from": init_note} if init_note else {})})
 
         model.train()
         while step < stop_step:

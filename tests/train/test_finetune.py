@@ -12,6 +12,7 @@ from safetensors.torch import load_file
 from train_fixtures import META, make_utterances, tiny_train_config
 
 from audiopd.errors import ArtifactError
+from audiopd.model.voice import voice_training
 from audiopd.train.__main__ import main as train_main
 from audiopd.train.checkpoint import latest_checkpoint, read_state
 from audiopd.train.export import export_voice
@@ -44,7 +45,10 @@ def test_new_run_starts_from_the_source_weights(source: str, base_run: Path, sha
     a, b = _weights(base_run), _weights(out)
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     init = [r for r in _records(out) if r.get("event") == "init"]
-    assert len(init) == 1 and ("step 20" in init[0]["from"] if source != "voice" else "voice" in init[0]["from"])
+    assert len(init) == 1 and "step 20" in init[0]["from"] and init[0]["from"].startswith(source)
+    # The source travels with the run's checkpoints into the exported voice.
+    assert read_state(latest_checkpoint(out))["init_from"] == init[0]["from"]
+    assert voice_training(export_voice(out, tmp_path / "tuned_voice"))["init_from"] == init[0]["from"]
 
 
 def test_fine_tuning_starts_where_the_source_left_off(base_run: Path, shard_dir: Path, tmp_path: Path) -> None:
@@ -65,6 +69,7 @@ def test_resume_of_a_fine_tuning_run_is_exact(base_run: Path, shard_dir: Path, t
     a, b = _weights(tmp_path / "straight"), _weights(tmp_path / "split")
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert len([r for r in _records(tmp_path / "split") if r.get("event") == "init"]) == 1
+    assert read_state(latest_checkpoint(tmp_path / "split"))["init_from"].startswith("run")
 
 
 def test_rejects_other_model_speakers_or_codec(base_run: Path, shard_dir: Path, tmp_path: Path) -> None:
