@@ -74,6 +74,8 @@ class VoiceModel(nn.Module):
         self.info = info or VoiceInfo(num_codebooks=cfg.num_codebooks, cardinality=cfg.cardinality)
         # The artifact's own checker thresholds (checker.yaml), None for CheckerConfig's defaults.
         self.checker_config: CheckerConfig | None = None
+        # The artifact's ``training`` record (step, checkpoint, init_from); {} when it has none.
+        self.training_record: dict[str, Any] = {}
         self.conditioner = FrameConditioner(cfg)
         self.masked = MaskedCodecTransformer(cfg)
         self.serial = SerialLevel0(cfg)
@@ -151,6 +153,7 @@ def load_voice(name_or_dir: str | Path, *, map_location: str = "cpu") -> VoiceMo
     mcfg = from_dict(ModelConfig, cfg.get("model") or {}, where=f"{directory}/config.yaml:model")
     model = VoiceModel(mcfg, info)
     model.checker_config = _checker_config(directory)
+    model.training_record = dict(cfg["training"]) if isinstance(cfg.get("training"), dict) else {}
     weights = directory / "model.safetensors"
     if not weights.is_file():
         raise ArtifactError(f"{directory}: model.safetensors is missing")
@@ -165,13 +168,6 @@ def load_voice(name_or_dir: str | Path, *, map_location: str = "cpu") -> VoiceMo
         )
     model.eval()
     return model
-
-
-def voice_training(name_or_dir: str | Path) -> dict[str, Any]:
-    """The ``training`` record a voice was exported with (step, checkpoint, init_from); {} if none."""
-    directory = artifacts.find_artifact("voices", str(name_or_dir))
-    trained = _read_voice_config(directory).get("training")
-    return dict(trained) if isinstance(trained, dict) else {}
 
 
 def load_checker_config(name_or_dir: str | Path) -> CheckerConfig | None:

@@ -26,7 +26,7 @@ from torch import nn
 
 from audiopd.config import to_dict
 from audiopd.errors import ArtifactError
-from audiopd.model.voice import load_voice, voice_training
+from audiopd.model.voice import load_voice
 
 CHECKPOINT_FORMAT_VERSION = 1
 
@@ -151,8 +151,8 @@ def initial_weights(source: str | Path, model: dict[str, Any], voices: tuple[str
         voice = load_voice(source)  # by name or directory; verifies checksums and version
         theirs, their_voices, their_codec = to_dict(voice.cfg), tuple(voice.info.voices), voice.info.codec
         weights = voice.state_dict()
-        trained = voice_training(source)
-        what = f"voice {source}" + (f" (step {trained['step']})" if "step" in trained else "")
+        step = voice.training_record.get("step")
+        what = f"voice {source}" + (f" (step {step})" if step is not None else "")
     if theirs != model:
         diff = sorted(k for k in set(model) | set(theirs or {}) if model.get(k) != (theirs or {}).get(k))
         raise ArtifactError(f"{what}: model config differs from the new run's ({', '.join(diff)})")

@@ -12,7 +12,7 @@ from safetensors.torch import load_file
 from train_fixtures import META, make_utterances, tiny_train_config
 
 from audiopd.errors import ArtifactError
-from audiopd.model.voice import voice_training
+from audiopd.model.voice import load_voice
 from audiopd.train.__main__ import main as train_main
 from audiopd.train.checkpoint import latest_checkpoint, read_state
 from audiopd.train.export import export_voice
@@ -48,7 +48,7 @@ def test_new_run_starts_from_the_source_weights(source: str, base_run: Path, sha
     assert len(init) == 1 and "step 20" in init[0]["from"] and init[0]["from"].startswith(source)
     # The source travels with the run's checkpoints into the exported voice.
     assert read_state(latest_checkpoint(out))["init_from"] == init[0]["from"]
-    assert voice_training(export_voice(out, tmp_path / "tuned_voice"))["init_from"] == init[0]["from"]
+    assert load_voice(export_voice(out, tmp_path / "tuned_voice")).training_record["init_from"] == init[0]["from"]
 
 
 def test_fine_tuning_starts_where_the_source_left_off(base_run: Path, shard_dir: Path, tmp_path: Path) -> None:
