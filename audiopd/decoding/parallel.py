@@ -56,10 +56,13 @@ class ParallelConfig:
     min_steps: int = 2
     fine_passes: int | None = None  # None = one greedy pass per fine level (SoundStorm)
     fine_sampling: SamplingConfig = field(default_factory=lambda: SamplingConfig(temperature=0.0))
+    attention_window: int = 0  # > 0: block-local attention of this many frames in every pass (0 = full)
 
     def validate(self) -> None:
         if self.steps < 1 or self.min_steps < 1:
             raise ValueError("steps and min_steps must be >= 1")
+        if self.attention_window < 0:
+            raise ValueError(f"attention_window must be >= 0, got {self.attention_window}")
         if not 0.0 < self.confident_prob <= 1.0:
             raise ValueError(f"confident_prob must be in (0, 1], got {self.confident_prob}")
         self.sampling.validate()
@@ -92,7 +95,7 @@ def decode_level0(model, cond: FrameCondition, codes: Tensor, region: Tensor, cf
     for k in range(1, k_max + 1):
         if not bool(still.any()):
             break
-        logits = model.masked(inp, cond, [0])[:, 0]  # [B, T, C]
+        logits = model.masked(inp, cond, [0], cfg.attention_window)[:, 0]  # [B, T, C]
         stats.forward_passes += 1
         steps += 1
         # Anneal down only: temperature 0 (greedy) stays greedy whatever final_temperature says.
@@ -181,5 +184,6 @@ def decode_parallel(model, cond: FrameCondition, cfg: ParallelConfig | None = No
     if bool(region.any()):
         work, conf = decode_level0(model, cond, work, region, cfg, generator, stats, conf)
         work = refine_fine_levels(model, cond, work, region, fine_passes=cfg.fine_passes,
-                                  sampling=cfg.fine_sampling, generator=generator, stats=stats)
+                                  sampling=cfg.fine_sampling, generator=generator, stats=stats,
+                                  window=cfg.attention_window)
     return finish(work, conf, cond, stats)

@@ -90,9 +90,10 @@ def fine_level_groups(num_codebooks: int, fine_passes: int | None) -> list[list[
 @torch.no_grad()
 def refine_fine_levels(model, cond: FrameCondition, codes: Tensor, region: Tensor, *,
                        fine_passes: int | None, sampling: SamplingConfig,
-                       generator: torch.Generator | None, stats: DecodeStats) -> Tensor:
+                       generator: torch.Generator | None, stats: DecodeStats, window: int = 0) -> Tensor:
     """Fill levels 1..Q-1 of ``codes`` inside ``region``, coarse to fine, one pass per group.
 
+    ``window`` > 0: block-local attention in every pass (the decoder config's ``attention_window``).
     Input for a group starting at level g matches training (objective.level_mask with target g):
     levels < g clean, level g masked in the region only, every finer level masked everywhere.
     """
@@ -105,7 +106,7 @@ def refine_fine_levels(model, cond: FrameCondition, codes: Tensor, region: Tenso
         g0 = group[0]
         masked = (lv > g0) | ((lv == g0) & region[:, None, :])
         inp = codes.masked_fill(masked, mask_id)
-        logits = model.masked(inp, cond, group)  # [B, n, T, C]
+        logits = model.masked(inp, cond, group, window)  # [B, n, T, C]
         stats.forward_passes += 1
         tokens = sample(logits, sampling, generator)
         for i, level in enumerate(group):

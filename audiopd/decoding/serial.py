@@ -26,8 +26,11 @@ class SerialConfig:
     )
     fine_passes: int | None = None
     fine_sampling: SamplingConfig = field(default_factory=lambda: SamplingConfig(temperature=0.0))
+    attention_window: int = 0  # > 0: block-local attention in the fine passes (level 0 is causal, cached)
 
     def validate(self) -> None:
+        if self.attention_window < 0:
+            raise ValueError(f"attention_window must be >= 0, got {self.attention_window}")
         self.sampling.validate()
         self.fine_sampling.validate()
 
@@ -62,5 +65,6 @@ def decode_serial(model, cond: FrameCondition, cfg: SerialConfig | None = None, 
     codes = torch.zeros(cond.batch, q, t_max, dtype=torch.long, device=dev)
     codes[:, 0] = tokens
     codes = refine_fine_levels(model, cond, codes, cond.frame_mask.clone(), fine_passes=cfg.fine_passes,
-                               sampling=cfg.fine_sampling, generator=generator, stats=stats)
+                               sampling=cfg.fine_sampling, generator=generator, stats=stats,
+                               window=cfg.attention_window)
     return finish(codes, conf, cond, stats)

@@ -3,6 +3,11 @@
 Pre-LayerNorm blocks (stable without LR warm-up tricks at small scale) with rotary position
 embeddings (RoPE, Su et al. 2021): relative positions generalise to utterances longer than those
 seen in training, and a KV-cached step only needs the rotation for its own position.
+
+A bidirectional stack may also attend block-locally (``Transformer.forward(window=W)``): queries in
+each block of W frames see only that block and its two neighbours, so a pass costs T x 3W instead of
+T x T. Full attention is most of a parallel pass over long chunks (a profile of a 20 s synthesis put
+44% of the time in it); relative positions (RoPE) are what make a window a test-time choice.
 """
 
 from __future__ import annotations
@@ -56,6 +61,33 @@ class KVCache:
         self.max_len = max_len
 
 
+def block_local_attention(q: Tensor, k: Tensor, v: Tensor, key_valid: Tensor | None, window: int) -> Tensor:
+    """Attention where the queries of each block of ``window`` frames see the keys of that block and its
+    two neighbours. q, k, v [B, H, T, D]; ``key_valid`` [B, T] bool (None = all valid) -> [B, H, T, D].
+
+    Every query sees at least ``window`` frames on each side; for T <= 2 * window it sees every key, so
+    the result equals full attention.
+    """
+    b, h, t, d = q.shape
+    w = window
+    nb = -(-t // w)
+    pad = nb * w - t
+    valid = key_valid if key_valid is not None else torch.ones(b, t, dtype=torch.bool, device=q.device)
+    keys = F.pad(valid, (w, w + pad), value=False).unfold(1, 3 * w, w)  # [B, nb, 3W]
+    # A block of padding only (a short item batched with a long one) has no valid key: letting it see its
+    # whole window keeps its (discarded) output finite; a NaN there would reach real frames as a value.
+    keys = keys | ~keys.any(-1, keepdim=True)
+
+    def windows(x: Tensor) -> Tensor:  # [B, H, T, D] -> [B, H * nb, 3W, D]
+        x = F.pad(x, (0, 0, w, w + pad))
+        return x.unfold(2, 3 * w, w).transpose(-1, -2).reshape(b, h * nb, 3 * w, d)
+
+    qb = F.pad(q, (0, 0, 0, pad)).reshape(b, h * nb, w, d)
+    mask = keys[:, None, :, None, :].expand(b, h, nb, 1, 3 * w).reshape(b, h * nb, 1, 3 * w)
+    y = F.scaled_dot_product_attention(qb, windows(k), windows(v), attn_mask=mask)
+    return y.reshape(b, h, nb * w, d)[:, :, :t]
+
+
 class Attention(nn.Module):
     def __init__(self, d_model: int, n_heads: int, dropout: float) -> None:
         super().__init__()
@@ -66,7 +98,8 @@ class Attention(nn.Module):
         self.dropout = dropout
 
     def forward(self, x: Tensor, cos: Tensor, sin: Tensor, mask: Tensor | None,
-                cache: KVCache | None = None, layer: int = 0) -> Tensor:
+                cache: KVCache | None = None, layer: int = 0, window: int = 0) -> Tensor:
+        """``window`` > 0: block-local attention, and ``mask`` is then the key validity [B, T] (or None)."""
         b, t, _ = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         q = apply_rotary(q, cos, sin)
@@ -77,6 +110,9 @@ class Attention(nn.Module):
             cache.v[layer][:, :, start : start + t] = v
             k = cache.k[layer][:, :, : start + t]
             v = cache.v[layer][:, :, : start + t]
+        if window > 0:
+            y = block_local_attention(q, k, v, mask, window)
+            return self.out(y.transpose(1, 2).reshape(b, t, -1))
         p = self.dropout if self.training else 0.0
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
         return self.out(y.transpose(1, 2).reshape(b, t, -1))
@@ -94,8 +130,8 @@ class Block(nn.Module):
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x: Tensor, cos: Tensor, sin: Tensor, mask: Tensor | None,
-                cache: KVCache | None = None, layer: int = 0) -> Tensor:
-        x = x + self.drop(self.attn(self.ln1(x), cos, sin, mask, cache, layer))
+                cache: KVCache | None = None, layer: int = 0, window: int = 0) -> Tensor:
+        x = x + self.drop(self.attn(self.ln1(x), cos, sin, mask, cache, layer, window))
         return x + self.drop(self.ff(self.ln2(x)))
 
 
@@ -121,10 +157,21 @@ class Transformer(nn.Module):
             mask = tri if mask is None else mask & tri
         return mask
 
-    def forward(self, x: Tensor, valid: Tensor | None = None) -> Tensor:
-        """Full-sequence pass. ``valid`` [B, T] bool marks real (non-padding) positions."""
-        cos, sin = self.rotary.tables(0, x.shape[1], x.device, x.dtype)
-        mask = self.attention_mask(valid, x.shape[1], x.device)
+    def forward(self, x: Tensor, valid: Tensor | None = None, window: int = 0) -> Tensor:
+        """Full-sequence pass. ``valid`` [B, T] bool marks real (non-padding) positions; ``window`` > 0
+        attends block-locally (an inference setting: the decoders' ``attention_window``)."""
+        t = x.shape[1]
+        cos, sin = self.rotary.tables(0, t, x.device, x.dtype)
+        w = window
+        if w < 0:
+            raise ValueError(f"window must be >= 0, got {w}")
+        if w > 0 and self.causal:
+            raise RuntimeError("block-local attention is only defined for a bidirectional transformer")
+        if w > 0 and t > 2 * w:  # shorter sequences: every query would see every key anyway
+            for i, blk in enumerate(self.blocks):
+                x = blk(x, cos, sin, valid, None, i, w)
+            return self.norm(x)
+        mask = self.attention_mask(valid, t, x.device)
         for i, blk in enumerate(self.blocks):
             x = blk(x, cos, sin, mask, None, i)
         return self.norm(x)

@@ -40,8 +40,11 @@ class MaskedCodecTransformer(nn.Module):
         self.head_weight = nn.Parameter(torch.randn(q, c, cfg.d_model) * cfg.d_model**-0.5)
         self.head_bias = nn.Parameter(torch.zeros(q, c))
 
-    def hidden(self, codes: Tensor, cond: FrameCondition, target_level: Tensor | int) -> Tensor:
-        """codes [B, Q, T] with ``mask_id`` at masked positions -> hidden states [B, T, D]."""
+    def hidden(self, codes: Tensor, cond: FrameCondition, target_level: Tensor | int, window: int = 0) -> Tensor:
+        """codes [B, Q, T] with ``mask_id`` at masked positions -> hidden states [B, T, D].
+
+        ``window`` > 0 attends block-locally (layers.block_local_attention): an inference choice.
+        """
         b, q, t = codes.shape
         if q != self.num_codebooks:
             raise ValueError(f"expected {self.num_codebooks} levels, got {q}")
@@ -49,7 +52,7 @@ class MaskedCodecTransformer(nn.Module):
         if isinstance(target_level, int):
             target_level = torch.full((b,), target_level, dtype=torch.long, device=codes.device)
         x = x + self.cond_proj(cond.frames) + self.target_level(target_level)[:, None, :]
-        return self.body(x, cond.frame_mask)
+        return self.body(x, cond.frame_mask, window)
 
     def level_logits(self, h: Tensor, levels: Sequence[int]) -> Tensor:
         """Hidden [B, T, D] -> logits [B, len(levels), T, C] for the requested heads only."""
@@ -63,9 +66,9 @@ class MaskedCodecTransformer(nn.Module):
         w = self.head_weight.index_select(0, levels)  # [B, C, D]
         return torch.einsum("btd,bcd->btc", h, w) + self.head_bias.index_select(0, levels)[:, None, :]
 
-    def forward(self, codes: Tensor, cond: FrameCondition, levels: Sequence[int]) -> Tensor:
+    def forward(self, codes: Tensor, cond: FrameCondition, levels: Sequence[int], window: int = 0) -> Tensor:
         """One decoding pass: logits [B, len(levels), T, C]; the target level is the coarsest requested."""
-        h = self.hidden(codes, cond, min(levels))
+        h = self.hidden(codes, cond, min(levels), window)
         return self.level_logits(h, levels)
 
 

@@ -46,12 +46,14 @@ class OracleModel:
     def __init__(self, sharpness: float) -> None:
         self.sharpness = sharpness
         self.calls = 0
+        self.windows: list[int] = []  # the attention window each pass asked for
 
     def target(self, t: int) -> Tensor:
         return torch.stack([(7 * torch.arange(t) + 3 * q) % CARD for q in range(Q)])  # [Q, T]
 
-    def masked(self, codes: Tensor, cond: FrameCondition, levels: list[int]) -> Tensor:
+    def masked(self, codes: Tensor, cond: FrameCondition, levels: list[int], window: int = 0) -> Tensor:
         self.calls += 1
+        self.windows.append(window)
         b, _, t = codes.shape
         tgt = self.target(t)[levels]  # [n, T]
         logits = torch.zeros(b, len(levels), t, CARD)

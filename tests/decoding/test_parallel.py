@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 from decoding_fixtures import CARD, Q, OracleModel, condition, pair, tiny_model
@@ -130,3 +132,23 @@ def test_fewer_fine_passes_fewer_forwards(model) -> None:
     grouped = decode_parallel(model, cond, ParallelConfig(adaptive=False, steps=4, fine_passes=1), generator=_gen())
     assert per_level.stats.forward_passes - grouped.stats.forward_passes == Q - 2
     assert grouped.stats.steps_per_level == [4] + [1] * (Q - 1)
+
+
+def test_attention_window_reaches_every_pass() -> None:
+    oracle = OracleModel(sharpness=0.5)
+    res = decode_parallel(oracle, condition(tiny_model(), (30,)), ParallelConfig(attention_window=7), generator=_gen())
+    assert oracle.windows == [7] * res.stats.forward_passes
+
+
+def test_attention_window_keeps_padding_out_and_is_full_attention_when_wide() -> None:
+    model = tiny_model(3)
+    both, singles = pair(model)  # 24 and 15 frames
+    local = replace(GREEDY, attention_window=4)  # six blocks: the short item's last ones hold padding only
+    batched = decode_parallel(model, both, local)
+    for i, cond in enumerate(singles):
+        alone = decode_parallel(model, cond, local)
+        assert torch.equal(batched.codes[i, :, : cond.num_frames], alone.codes[0])
+    wide = decode_parallel(model, both, replace(GREEDY, attention_window=12))  # T <= 2W: every key in view
+    assert torch.equal(wide.codes, decode_parallel(model, both, GREEDY).codes)
+    with pytest.raises(ValueError, match="attention_window"):
+        decode_parallel(model, both, replace(GREEDY, attention_window=-1))

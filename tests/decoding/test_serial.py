@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import pytest
 import torch
 from decoding_fixtures import CARD, Q, condition, pair, tiny_model
 
@@ -64,3 +67,20 @@ def test_ras_breaks_a_stuck_loop() -> None:
                         generator=torch.Generator().manual_seed(0))
     assert (plain.codes[0, 0] == 3).all()
     assert (ras.codes[0, 0] != 3).sum() > 5
+
+
+def test_attention_window_reaches_the_fine_passes() -> None:
+    model = tiny_model(5)
+    seen: list[int] = []
+    forward = model.masked.forward
+
+    def spy(codes, cond, levels, window=0):
+        seen.append(window)
+        return forward(codes, cond, levels, window)
+
+    model.masked.forward = spy
+    cond = condition(model, (30,))
+    res = decode_serial(model, cond, replace(GREEDY, attention_window=6))
+    assert seen == [6] * (Q - 1) and res.stats.forward_passes == 30 + Q - 1
+    with pytest.raises(ValueError, match="attention_window"):
+        decode_serial(model, cond, replace(GREEDY, attention_window=-2))

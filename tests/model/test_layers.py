@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from audiopd.model.layers import Rotary, Transformer, apply_rotary
+from audiopd.model.layers import Rotary, Transformer, apply_rotary, block_local_attention
 
 
 def _causal(seed: int = 0) -> Transformer:
@@ -75,3 +75,48 @@ def test_rotary_is_relative() -> None:
 
     torch.testing.assert_close(score(3, 1), score(10, 8))
     assert not torch.allclose(score(3, 1), score(3, 2))
+
+
+# ------------------------------------------------------------------------------ block-local attention
+def _banded_reference(q, k, v, valid, w):
+    """Full attention under an explicit [T, T] mask: block(i) and block(j) at most one apart."""
+    block = torch.arange(q.shape[2]) // w
+    mask = ((block[:, None] - block[None, :]).abs() <= 1)[None, None] & valid[:, None, None, :]
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask), mask.any(-1)
+
+
+@pytest.mark.parametrize(("t", "w"), [(37, 8), (64, 16), (9, 4)])
+def test_block_local_attention_matches_a_banded_mask(t: int, w: int) -> None:
+    torch.manual_seed(3)
+    q, k, v = (torch.randn(2, 3, t, 8) for _ in range(3))
+    valid = torch.ones(2, t, dtype=torch.bool)
+    valid[1, t // 2 :] = False  # a shorter second item: its last blocks hold padding only
+    got = block_local_attention(q, k, v, valid, w)
+    want, has_key = _banded_reference(q, k, v, valid, w)
+    assert torch.isfinite(got).all()  # padding-only windows stay finite (their values feed later layers)
+    keep = has_key.expand(2, 3, t)
+    torch.testing.assert_close(got[keep], want[keep], atol=1e-5, rtol=1e-5)
+
+
+def test_block_local_attention_ignores_keys_outside_the_window() -> None:
+    torch.manual_seed(4)
+    q, k, v = (torch.randn(1, 2, 40, 8) for _ in range(3))
+    k2, v2 = k.clone(), v.clone()
+    k2[:, :, 24:], v2[:, :, 24:] = torch.randn(1, 2, 16, 8), torch.randn(1, 2, 16, 8)
+    a = block_local_attention(q, k, v, None, 8)
+    b = block_local_attention(q, k2, v2, None, 8)
+    torch.testing.assert_close(a[:, :, :8], b[:, :, :8])  # block 0 sees frames 0..15 only
+    assert not torch.allclose(a[:, :, 16:24], b[:, :, 16:24])  # block 2 sees block 3
+
+
+def test_windowed_transformer_equals_full_when_short_and_is_bidirectional_only() -> None:
+    torch.manual_seed(5)
+    net = Transformer(32, 4, 2, 2, 0.0).eval()
+    x = torch.randn(2, 30, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(net(x, window=15), net(x))  # T <= 2W: every query sees every key
+        assert not torch.allclose(net(x, window=10), net(x))  # 3 blocks: the outer two never meet
+    with pytest.raises(RuntimeError, match="bidirectional"):
+        _causal()(x, window=4)
+    with pytest.raises(ValueError, match="window"):
+        net(x, window=-1)
