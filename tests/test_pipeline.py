@@ -116,6 +116,12 @@ def test_word_timestamps_follow_the_durations(tts) -> None:
         assert w.end_s == pytest.approx(span.end * FRAMES_PER_TOKEN / 100)
 
 
+def test_both_decoders_attend_through_the_same_window() -> None:
+    # parallel vs serial comparisons (bench, tts_eval) are only fair when their masked passes see alike
+    cfg = SynthesisConfig()
+    assert cfg.parallel.attention_window == cfg.serial.attention_window > 0
+
+
 def test_long_text_is_chunked_and_joined_without_clicks(artifacts) -> None:
     cfg = SynthesisConfig(max_chunk_chars=40, join=JoinConfig(pause_s=0.1, fade_s=0.01))
     tts = audiopd.load(config=cfg)

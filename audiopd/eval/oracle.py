@@ -68,7 +68,8 @@ def _decode_system(system: str, tts, utt, speaker: int, seed: int) -> np.ndarray
         codes[0, 0] = torch.as_tensor(utt.codes[0], dtype=torch.long)
         codes = refine_fine_levels(model, cond, codes, cond.frame_mask.clone(), fine_passes=cfg.parallel.fine_passes,
                                    sampling=cfg.parallel.fine_sampling, generator=gen,
-                                   stats=DecodeStats(steps_per_level=[0] * model.num_codebooks))
+                                   stats=DecodeStats(steps_per_level=[0] * model.num_codebooks),
+                                   window=cfg.parallel.attention_window)
         return codes[0].numpy()
     if system.endswith("parallel"):
         res = decode_parallel(model, cond, cfg.parallel, generator=gen)
