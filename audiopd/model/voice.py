@@ -196,7 +196,13 @@ def _checker_config(directory: Path) -> CheckerConfig | None:
     if CHECKER_FILE not in listed:
         raise ArtifactError(f"{directory}: {CHECKER_FILE} is not listed in SHA256SUMS "
                             "(rewrite it with audiopd.artifacts.write_checksums)")
-    where = f"{directory}/{CHECKER_FILE}"
+    return parse_checker_file(path)
+
+
+def parse_checker_file(path: str | Path) -> CheckerConfig:
+    """A checker.yaml's CheckerConfig: strict keys and types over the defaults, ranges checked (ArtifactError)."""
+    path = Path(path)
+    where = str(path)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:

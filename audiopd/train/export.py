@@ -19,7 +19,7 @@ from audiopd.config import from_dict
 from audiopd.errors import ArtifactError, AudiopdError
 from audiopd.model.config import ModelConfig
 from audiopd.fileio import write_text_atomic
-from audiopd.model.voice import CHECKER_FILE, VoiceInfo, VoiceModel, load_checker_config, save_voice
+from audiopd.model.voice import CHECKER_FILE, VoiceInfo, VoiceModel, parse_checker_file, save_voice
 from audiopd.train.checkpoint import latest_checkpoint, read_state
 
 
@@ -64,14 +64,13 @@ def export_voice(source: str | Path, out_dir: str | Path, *, checker: str | Path
         checker = Path(checker)
         if not checker.is_file():
             raise ArtifactError(f"checker thresholds {checker} not found")
+        parse_checker_file(checker)  # the shipped thresholds must load (strict keys, valid values): check first
         out_dir.mkdir(parents=True, exist_ok=True)
         write_text_atomic(out_dir / CHECKER_FILE, checker.read_text(encoding="utf-8"))
     trained = {"step": state["step"], "checkpoint": ck.name}
     if state.get("init_from"):  # a fine-tuning run: its steps count from the weights it started with
         trained["init_from"] = state["init_from"]
-    path = save_voice(model, out_dir, extra=trained)
-    load_checker_config(path)  # the shipped thresholds must load (strict keys, valid values)
-    return path
+    return save_voice(model, out_dir, extra=trained)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -99,3 +99,14 @@ def test_cli_init_from(base_run: Path, shard_dir: Path, tmp_path: Path, capsys: 
     rc = train_main(["--config", str(cfg), "--shards", str(shard_dir), "--out", str(tmp_path / "u"),
                      "--init-from", str(tmp_path / "missing")])
     assert rc == 2 and "error:" in capsys.readouterr().err
+
+
+def test_export_checks_the_checker_thresholds_before_writing(base_run: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "checker.yaml"
+    bad.write_text("min_windw_score: -70\n")  # a typo: strict keys
+    with pytest.raises(ArtifactError, match="min_windw_score"):
+        export_voice(base_run, tmp_path / "voice", checker=bad)
+    assert not (tmp_path / "voice").exists()  # nothing half-written to ship by mistake
+    bad.write_text("min_window_score: -70\n")
+    voice = load_voice(export_voice(base_run, tmp_path / "voice", checker=bad))
+    assert voice.checker_config is not None and voice.checker_config.min_window_score == -70.0
