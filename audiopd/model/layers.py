@@ -167,13 +167,10 @@ class Transformer(nn.Module):
             raise ValueError(f"window must be >= 0, got {w}")
         if w > 0 and self.causal:
             raise RuntimeError("block-local attention is only defined for a bidirectional transformer")
-        if w > 0 and t > 2 * w:  # shorter sequences: every query would see every key anyway
-            for i, blk in enumerate(self.blocks):
-                x = blk(x, cos, sin, valid, None, i, w)
-            return self.norm(x)
-        mask = self.attention_mask(valid, t, x.device)
+        local = w > 0 and t > 2 * w  # shorter sequences: every query would see every key anyway
+        mask = valid if local else self.attention_mask(valid, t, x.device)
         for i, blk in enumerate(self.blocks):
-            x = blk(x, cos, sin, mask, None, i)
+            x = blk(x, cos, sin, mask, None, i, w if local else 0)
         return self.norm(x)
 
     def new_cache(self, batch: int, max_len: int, device: torch.device, dtype: torch.dtype) -> KVCache:
