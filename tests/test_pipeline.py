@@ -116,10 +116,11 @@ def test_word_timestamps_follow_the_durations(tts) -> None:
         assert w.end_s == pytest.approx(span.end * FRAMES_PER_TOKEN / 100)
 
 
-def test_both_decoders_attend_through_the_same_window() -> None:
-    # parallel vs serial comparisons (bench, tts_eval) are only fair when their masked passes see alike
+def test_both_decoders_share_the_fine_passes_and_the_window() -> None:
+    # parallel vs serial comparisons (bench, tts_eval) are only fair when their masked passes are alike
     cfg = SynthesisConfig()
     assert cfg.parallel.attention_window == cfg.serial.attention_window > 0
+    assert cfg.parallel.fine_passes == cfg.serial.fine_passes is not None
 
 
 def test_long_text_is_chunked_and_joined_without_clicks(artifacts) -> None:
