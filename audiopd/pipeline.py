@@ -60,9 +60,11 @@ class SynthesisConfig:
     # K=16 + one pass per fine level (SoundStorm) gave WER 34.7% in 23 passes; K=8 + 2 fine passes 28.4% in 10
     # passes, at half the real-time factor. On the step-10,000 voice (tts_eval --n 12, 48 utterances) K<=4
     # matched K<=8 (WER 47.1% vs 47.9%) in 6 passes instead of 10, so the default is the cheap one.
-    # Both decoders fill the fine levels with the same passes (the "same refinement passes"): a speed
-    # comparison in which serial paid one pass per level (7) against parallel's 2 overstated parallel's lead
-    # by ~10-15% (sessions 1-4 did so). On ground-truth level 0, 2 passes were no worse than 7 (session 4).
+    # Both decoders fill the fine levels with the same passes (the "same refinement passes"); sessions 1-4
+    # gave serial one pass per level (7), so every speed comparison charged it 5 extra full passes. On
+    # ground-truth level 0, 2 passes were no worse than 7 (session 4). Session 5, shipped voice, 96 held-out
+    # utterances (tts_eval --n 24 --seed 1), 64-frame window: serial 23.2 with 7 passes, 21.5 with 2; 1 pass left
+    # parallel as it was (19.6 vs 19.9) but cost serial 22.0 (and 31.2 vs 27.9 on --n 12), so 2 it is.
     parallel: ParallelConfig = field(default_factory=lambda: ParallelConfig(
         steps=4, fine_passes=FINE_PASSES, attention_window=ATTENTION_WINDOW))
     serial: SerialConfig = field(default_factory=lambda: SerialConfig(
