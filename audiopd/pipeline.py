@@ -158,6 +158,7 @@ class Synthesizer:
 
     def calibrate(self, **kwargs: Any) -> CostModel:
         """Measure this voice's decoding costs here and use them to pick first paths from now on."""
+        kwargs.setdefault("window", self.config.parallel.attention_window)
         self.cost = calibrate(self.model, **kwargs)
         return self.cost
 

@@ -108,11 +108,12 @@ def _best_ms(fn, repeats: int) -> float:
 
 @torch.no_grad()
 def calibrate(model, *, frames: int = 200, batches: tuple[int, ...] = (1, 8), serial_steps: int = 40,
-              repeats: int = 3) -> CostModel:
+              repeats: int = 3, window: int = 0) -> CostModel:
     """Measure this model's per-pass and per-step costs on this machine (a few seconds at d 256).
 
     Times one masked pass over ``frames`` x each batch size and ``serial_steps`` cached steps, then
-    fits the linear cost terms. Uses the model's real decoding calls, with random phonemes.
+    fits the linear cost terms. Uses the model's real decoding calls, with random phonemes, and the
+    decoders' attention ``window`` (block-local attention makes a pass's cost linear in frames).
     """
     if frames < 2 or serial_steps < 1 or repeats < 1 or len(set(batches)) < 2 or min(batches) < 1:
         raise ValueError("calibrate needs frames >= 2, serial_steps >= 1, repeats >= 1 and two batch sizes")
@@ -127,7 +128,7 @@ def calibrate(model, *, frames: int = 200, batches: tuple[int, ...] = (1, 8), se
         cond = model.condition(phon, torch.zeros(b, dtype=torch.long), durations=dur)
         codes = torch.full((b, cfg.num_codebooks, cond.num_frames), model.mask_id, dtype=torch.long)
         pass_x.append(float(cond.num_frames * b))
-        pass_y.append(_best_ms(lambda: model.masked(codes, cond, [0]), repeats))
+        pass_y.append(_best_ms(lambda: model.masked(codes, cond, [0], window), repeats))
 
         def steps(cond=cond, b=b) -> None:
             state = model.serial.start(cond)

@@ -82,7 +82,7 @@ def test_calibrate_measures_positive_costs_on_a_tiny_model() -> None:
     cfg = ModelConfig(num_symbols=20, num_codebooks=2, cardinality=16, num_speakers=1, d_model=32, n_heads=2,
                       ff_mult=2, dropout=0.0, encoder_layers=1, duration_channels=16, masked_layers=1,
                       serial_layers=1, max_frames=128)
-    cm = calibrate(VoiceModel(cfg).eval(), frames=40, batches=(1, 4), serial_steps=10, repeats=1)
+    cm = calibrate(VoiceModel(cfg).eval(), frames=40, batches=(1, 4), serial_steps=10, repeats=1, window=8)
     cm.validate()
     assert cm.source.startswith("calibrated")
     # Something was measured: a pass over 40 frames and a step both take time.
