@@ -61,9 +61,25 @@ class KVCache:
         self.max_len = max_len
 
 
-def block_local_attention(q: Tensor, k: Tensor, v: Tensor, key_valid: Tensor | None, window: int) -> Tensor:
+def block_key_mask(valid: Tensor | None, batch: int, t: int, n_heads: int, window: int,
+                   device: torch.device) -> Tensor:
+    """The key mask of ``block_local_attention`` [B, H * nb, 1, 3W] (True = may attend), from the key
+    validity ``valid`` [B, T] (None = all valid). Built once per pass, like ``Transformer.attention_mask``."""
+    w = window
+    nb = -(-t // w)
+    pad = nb * w - t
+    if valid is None:
+        valid = torch.ones(batch, t, dtype=torch.bool, device=device)
+    keys = F.pad(valid, (w, w + pad), value=False).unfold(1, 3 * w, w)  # [B, nb, 3W]
+    # A block of padding only (a short item batched with a long one) has no valid key: letting it see its
+    # whole window keeps its (discarded) output finite; a NaN there would reach real frames as a value.
+    keys = keys | ~keys.any(-1, keepdim=True)
+    return keys[:, None, :, None, :].expand(batch, n_heads, nb, 1, 3 * w).reshape(batch, n_heads * nb, 1, 3 * w)
+
+
+def block_local_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, window: int) -> Tensor:
     """Attention where the queries of each block of ``window`` frames see the keys of that block and its
-    two neighbours. q, k, v [B, H, T, D]; ``key_valid`` [B, T] bool (None = all valid) -> [B, H, T, D].
+    two neighbours. q, k, v [B, H, T, D]; ``mask`` from ``block_key_mask`` -> [B, H, T, D].
 
     Every query sees at least ``window`` frames on each side; for T <= 2 * window it sees every key, so
     the result equals full attention.
@@ -72,18 +88,12 @@ def block_local_attention(q: Tensor, k: Tensor, v: Tensor, key_valid: Tensor | N
     w = window
     nb = -(-t // w)
     pad = nb * w - t
-    valid = key_valid if key_valid is not None else torch.ones(b, t, dtype=torch.bool, device=q.device)
-    keys = F.pad(valid, (w, w + pad), value=False).unfold(1, 3 * w, w)  # [B, nb, 3W]
-    # A block of padding only (a short item batched with a long one) has no valid key: letting it see its
-    # whole window keeps its (discarded) output finite; a NaN there would reach real frames as a value.
-    keys = keys | ~keys.any(-1, keepdim=True)
 
     def windows(x: Tensor) -> Tensor:  # [B, H, T, D] -> [B, H * nb, 3W, D]
         x = F.pad(x, (0, 0, w, w + pad))
         return x.unfold(2, 3 * w, w).transpose(-1, -2).reshape(b, h * nb, 3 * w, d)
 
     qb = F.pad(q, (0, 0, 0, pad)).reshape(b, h * nb, w, d)
-    mask = keys[:, None, :, None, :].expand(b, h, nb, 1, 3 * w).reshape(b, h * nb, 1, 3 * w)
     y = F.scaled_dot_product_attention(qb, windows(k), windows(v), attn_mask=mask)
     return y.reshape(b, h, nb * w, d)[:, :, :t]
 
@@ -99,7 +109,7 @@ class Attention(nn.Module):
 
     def forward(self, x: Tensor, cos: Tensor, sin: Tensor, mask: Tensor | None,
                 cache: KVCache | None = None, layer: int = 0, window: int = 0) -> Tensor:
-        """``window`` > 0: block-local attention, and ``mask`` is then the key validity [B, T] (or None)."""
+        """``window`` > 0: block-local attention, and ``mask`` is then ``block_key_mask``'s."""
         b, t, _ = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         q = apply_rotary(q, cos, sin)
@@ -112,9 +122,9 @@ class Attention(nn.Module):
             v = cache.v[layer][:, :, : start + t]
         if window > 0:
             y = block_local_attention(q, k, v, mask, window)
-            return self.out(y.transpose(1, 2).reshape(b, t, -1))
-        p = self.dropout if self.training else 0.0
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        else:
+            p = self.dropout if self.training else 0.0
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
         return self.out(y.transpose(1, 2).reshape(b, t, -1))
 
 
@@ -168,7 +178,10 @@ class Transformer(nn.Module):
         if w > 0 and self.causal:
             raise RuntimeError("block-local attention is only defined for a bidirectional transformer")
         local = w > 0 and t > 2 * w  # shorter sequences: every query would see every key anyway
-        mask = valid if local else self.attention_mask(valid, t, x.device)
+        if local:
+            mask = block_key_mask(valid, x.shape[0], t, self.n_heads, w, x.device)
+        else:
+            mask = self.attention_mask(valid, t, x.device)
         for i, blk in enumerate(self.blocks):
             x = blk(x, cos, sin, mask, None, i, w if local else 0)
         return self.norm(x)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from audiopd.model.layers import Rotary, Transformer, apply_rotary, block_local_attention
+from audiopd.model.layers import Rotary, Transformer, apply_rotary, block_key_mask, block_local_attention
 
 
 def _causal(seed: int = 0) -> Transformer:
@@ -91,7 +91,7 @@ def test_block_local_attention_matches_a_banded_mask(t: int, w: int) -> None:
     q, k, v = (torch.randn(2, 3, t, 8) for _ in range(3))
     valid = torch.ones(2, t, dtype=torch.bool)
     valid[1, t // 2 :] = False  # a shorter second item: its last blocks hold padding only
-    got = block_local_attention(q, k, v, valid, w)
+    got = block_local_attention(q, k, v, block_key_mask(valid, 2, t, 3, w, q.device), w)
     want, has_key = _banded_reference(q, k, v, valid, w)
     assert torch.isfinite(got).all()  # padding-only windows stay finite (their values feed later layers)
     keep = has_key.expand(2, 3, t)
@@ -103,8 +103,9 @@ def test_block_local_attention_ignores_keys_outside_the_window() -> None:
     q, k, v = (torch.randn(1, 2, 40, 8) for _ in range(3))
     k2, v2 = k.clone(), v.clone()
     k2[:, :, 24:], v2[:, :, 24:] = torch.randn(1, 2, 16, 8), torch.randn(1, 2, 16, 8)
-    a = block_local_attention(q, k, v, None, 8)
-    b = block_local_attention(q, k2, v2, None, 8)
+    mask = block_key_mask(None, 1, 40, 2, 8, q.device)
+    a = block_local_attention(q, k, v, mask, 8)
+    b = block_local_attention(q, k2, v2, mask, 8)
     torch.testing.assert_close(a[:, :, :8], b[:, :, :8])  # block 0 sees frames 0..15 only
     assert not torch.allclose(a[:, :, 16:24], b[:, :, 16:24])  # block 2 sees block 3
 
