@@ -123,13 +123,23 @@ def _band_aperiodicity(ap: np.ndarray, cfg: WorldCodecConfig) -> np.ndarray:
     return np.stack(bands, axis=1)
 
 
+def _interp_matrix(cfg: WorldCodecConfig) -> np.ndarray:
+    """[bands, bins]: piecewise-linear interpolation between band centres (flat beyond them) as a matrix.
+
+    np.interp is linear in the values it interpolates, so interpolating every frame is one matmul with the
+    interpolation of each unit vector; per-row np.interp was a fifth of the codec's decode time.
+    """
+    freqs = np.linspace(0, cfg.sample_rate / 2, cfg.fft_size // 2 + 1)
+    edges = np.asarray(cfg.ap_band_edges_hz, dtype=np.float64)
+    centres = 0.5 * (edges[:-1] + edges[1:])
+    return np.stack([np.interp(freqs, centres, unit) for unit in np.eye(len(centres))], axis=0)
+
+
 def _full_aperiodicity(ap_db: np.ndarray, cfg: WorldCodecConfig) -> np.ndarray:
     """Band dB values -> per-bin linear aperiodicity, piecewise linear in dB between band centres."""
-    freqs = np.linspace(0, cfg.sample_rate / 2, cfg.fft_size // 2 + 1)
-    edges = np.asarray(cfg.ap_band_edges_hz)
-    centres = 0.5 * (edges[:-1] + edges[1:])
-    full_db = np.stack([np.interp(freqs, centres, row) for row in ap_db], axis=0)
-    return np.clip(10.0 ** (np.minimum(full_db, 0.0) / 20.0), 1e-3, 1.0)
+    full_db = np.asarray(ap_db, dtype=np.float64) @ _interp_matrix(cfg)
+    # 10 ** (dB / 20) as one exp: the same values, without numpy's slower general power.
+    return np.clip(np.exp(np.minimum(full_db, 0.0) * (np.log(10.0) / 20.0)), 1e-3, 1.0)
 
 
 # ------------------------------------------------------------------------------------- level 0 (prosody)

@@ -9,6 +9,7 @@ from world_fixtures import small_world_codec, vowel
 from audiopd.codec.world import (
     WorldCodec,
     WorldCodecConfig,
+    _full_aperiodicity,
     analyze,
     dequantize_prosody,
     f0_grid,
@@ -36,6 +37,21 @@ def test_prosody_tokens_round_trip_within_half_a_bin() -> None:
     voiced = f0 > 0
     cents = np.abs(1200 * np.log2(f0_hat[voiced] / f0[voiced]))
     assert cents.max() <= step_cents / 2 + 1e-6
+
+
+def test_full_aperiodicity_interpolates_each_frame_between_band_centres() -> None:
+    # The matrix form must equal per-frame np.interp in dB (flat beyond the outer centres), capped at 0 dB.
+    cfg = WorldCodecConfig(name="t")
+    rng = np.random.default_rng(1)
+    ap_db = rng.uniform(-45.0, 6.0, size=(37, len(cfg.ap_band_edges_hz) - 1))
+    freqs = np.linspace(0, cfg.sample_rate / 2, cfg.fft_size // 2 + 1)
+    edges = np.asarray(cfg.ap_band_edges_hz)
+    centres = 0.5 * (edges[:-1] + edges[1:])
+    ref_db = np.stack([np.interp(freqs, centres, row) for row in ap_db])
+    ref = np.clip(10.0 ** (np.minimum(ref_db, 0.0) / 20.0), 1e-3, 1.0)
+    out = _full_aperiodicity(ap_db, cfg)
+    assert out.shape == (37, cfg.fft_size // 2 + 1)
+    np.testing.assert_allclose(out, ref, rtol=1e-12, atol=0)
 
 
 def test_rvq_more_levels_reduce_error() -> None:
