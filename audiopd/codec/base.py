@@ -25,6 +25,10 @@ class Codec(abc.ABC):
     # codec it was exported with, and loading it with other tables fails instead of speaking noise.
     # "" = the adapter cannot say (no check).
     token_fingerprint: str = ""
+    # True when ``decode`` may run on several threads at once and does its heavy work outside the GIL
+    # (thread-safe, no torch intra-op pool of its own): the renderer then decodes the chunks of a batch side
+    # by side on the cores that token decoding just used. False = one after another.
+    concurrent_decode: bool = False
 
     def encode(self, audio: np.ndarray) -> np.ndarray:
         """Audio ``[S]`` or ``[B, S]`` float at ``sample_rate`` -> int64 codes ``[B, Q, T]``."""

@@ -26,6 +26,10 @@ Figures per cell and mode, all from one ``Synthesizer.synthesize_batch`` call ov
   text took part in; level-0 steps, serial = one per frame);
 * ``serial_over_parallel``: the ratio of the medians (> 1: parallel is faster).
 
+Threads: torch's own choice unless ``--threads N`` (the same default as ``audiopd say`` and ``serve``, so the
+table says what a user of this machine gets); the report records the count. Both modes always run with the
+same count, side by side.
+
 No speed figure is ever asserted in a test; tests check the structure on a tiny voice.
 """
 
@@ -36,6 +40,7 @@ import json
 import platform
 import statistics
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -125,23 +130,38 @@ class BenchConfig:
 
 
 class TimedCodec(Codec):
-    """A codec that adds up the wall time of its ``decode`` calls (the renderer decodes through it)."""
+    """A codec that measures the wall time during which any of its ``decode`` calls ran.
+
+    The renderer decodes through it, possibly several chunks at once (``Codec.concurrent_decode``); summing
+    the calls' durations would then count overlapping time twice, so ``seconds`` is the union of the busy
+    intervals: the share of the wall clock that codec decoding occupied.
+    """
 
     def __init__(self, inner: Codec) -> None:
         self.inner = inner
         self.name, self.sample_rate, self.frame_rate = inner.name, inner.sample_rate, inner.frame_rate
         self.num_codebooks, self.cardinality = inner.num_codebooks, inner.cardinality
+        self.concurrent_decode = inner.concurrent_decode
         self.seconds = 0.0
+        self._lock = threading.Lock()
+        self._active = 0
+        self._since = 0.0
 
     def encode(self, audio: np.ndarray) -> np.ndarray:
         return self.inner.encode(audio)
 
     def decode(self, codes: np.ndarray) -> np.ndarray:
-        t0 = time.perf_counter()
+        with self._lock:
+            if self._active == 0:
+                self._since = time.perf_counter()
+            self._active += 1
         try:
             return self.inner.decode(codes)
         finally:
-            self.seconds += time.perf_counter() - t0
+            with self._lock:
+                self._active -= 1
+                if self._active == 0:
+                    self.seconds += time.perf_counter() - self._since
 
     def _encode(self, audio: np.ndarray) -> np.ndarray:  # pragma: no cover - encode/decode delegate
         raise NotImplementedError
@@ -359,7 +379,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", type=int, default=None, metavar="K", help="level-0 step budget of parallel decoding")
     p.add_argument("--seed", type=int, default=0, help="synthesis seed, the same in every run (default: 0)")
     p.add_argument("--auto", action="store_true", help="also time the checked auto mode at batch 1")
-    p.add_argument("--threads", type=int, default=1, help="torch threads (default: 1)")
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="torch threads (default: torch's choice, as for audiopd say and serve)")
     p.add_argument("--json", default=None, metavar="OUT.json", help="write the full report as JSON")
 
 
@@ -369,12 +390,13 @@ def run_command(tts, speaker: str | None, args: argparse.Namespace) -> int:
 
     from audiopd.fileio import write_text_atomic
 
-    if args.threads < 1:
+    if args.threads is not None and args.threads < 1:
         raise BenchOptionError(f"--threads must be >= 1, got {args.threads}")
     cfg = BenchConfig(lengths=tuple(args.lengths), batches=tuple(args.batch), repeats=args.repeats, auto=args.auto,
                       steps=args.steps, seed=args.seed)
     cfg.validate()
-    torch.set_num_threads(args.threads)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     # --voice names a voice artifact, a speaker of the default voice, or VOICE:SPEAKER (audiopd.cli).
     spec = args.voice or ""
     name = (spec if speaker is None else spec.rpartition(":")[0] if ":" in spec else "") or "default"

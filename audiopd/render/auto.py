@@ -26,6 +26,7 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -280,12 +281,14 @@ class Renderer:
         run = self._runs
         self._runs += 1
         level0 = res.stats.steps_per_level[0] if res.stats.steps_per_level else 0
+        all_codes = [res.codes[j, :, : items[i].frames].clone() for j, i in enumerate(rows)]
+        decoded = self.to_audios(all_codes)
         for j, i in enumerate(rows):
             t1 = time.perf_counter()
             it = items[i]
             n = it.frames
-            codes_i, conf_i = res.codes[j, :, :n].clone(), res.confidence[j, :n].clone()
-            audio = self.to_audio(codes_i)
+            codes_i, conf_i = all_codes[j], res.confidence[j, :n].clone()
+            audio, codec_s = decoded[j]
             verdict = None
             if checking:
                 t2 = time.perf_counter()
@@ -294,10 +297,27 @@ class Renderer:
                 self._checked_audio_s += n / self.frame_rate
             it.attempts.append(Attempt(mode=stage.mode, kind=stage.kind, max_steps=stage.steps, steps=level0,
                                        forward_passes=res.stats.forward_passes,
-                                       seconds=decode_s + time.perf_counter() - t1, run=run, codes=codes_i,
+                                       seconds=decode_s + codec_s + time.perf_counter() - t1, run=run, codes=codes_i,
                                        confidence=conf_i, audio=audio, verdict=verdict,
                                        repaired_spans=repaired[j]))
         return run, res.stats.forward_passes
+
+    def to_audios(self, codes: Sequence[torch.Tensor]) -> list[tuple[np.ndarray, float]]:
+        """``to_audio`` of several items, each with its own decode seconds, in the order given.
+
+        A codec that allows it (``Codec.concurrent_decode``) decodes them side by side on up to torch's thread
+        count: token decoding has just finished, so those cores are free (a --threads 1 user keeps one core).
+        """
+        def one(c: torch.Tensor) -> tuple[np.ndarray, float]:
+            t0 = time.perf_counter()
+            audio = self.to_audio(c)
+            return audio, time.perf_counter() - t0
+
+        workers = min(len(codes), torch.get_num_threads()) if getattr(self.codec, "concurrent_decode", False) else 1
+        if workers <= 1:
+            return [one(c) for c in codes]
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(one, codes))
 
     def to_audio(self, codes: torch.Tensor) -> np.ndarray:
         """Codes [Q, T] -> 1-D float32 audio of exactly T frames' worth of samples."""

@@ -152,3 +152,38 @@ def test_cli_bench_bad_input_exits_2_and_writes_nothing(artifacts, capsys, argv,
 def test_config_rejects_bad_values_directly() -> None:
     with pytest.raises(BenchOptionError, match="seed must be >= 0"):
         BenchConfig(seed=-1).validate()
+
+
+def test_timed_codec_counts_overlapping_decodes_once(monkeypatch) -> None:
+    """codec seconds = wall time during which any decode ran (a fake clock; nested = overlapping calls)."""
+    import numpy as np
+
+    from audiopd.codec.fixture import make_fixture_codec
+
+    clock = [0.0]
+    monkeypatch.setattr(bench.time, "perf_counter", lambda: clock[0])
+
+    class Inner:
+        name, sample_rate, frame_rate, num_codebooks, cardinality = "fx", 16000, 100, 4, 64
+        concurrent_decode = True
+
+        def __init__(self) -> None:
+            self.depth = 0
+
+        def decode(self, codes):
+            self.depth += 1
+            clock[0] += 1.0
+            if self.depth == 1:  # a second decode starts while the first runs and ends before it
+                timer.decode(codes)
+            clock[0] += 1.0
+            self.depth -= 1
+            return np.zeros((1, 160), np.float32)
+
+    timer = bench.TimedCodec(Inner())
+    assert timer.concurrent_decode is True
+    timer.decode(np.zeros((4, 1), np.int64))
+    assert timer.seconds == 4.0  # the outer call's 4 s; the inner call's 2 s lie inside them
+    clock[0] += 10.0  # idle time is not codec time
+    timer.decode(np.zeros((4, 1), np.int64))
+    assert timer.seconds == 8.0
+    assert bench.TimedCodec(make_fixture_codec()).concurrent_decode is True

@@ -260,3 +260,54 @@ def test_decoded_audio_is_peak_limited_not_clipped() -> None:
     t = np.arange(1600) / 16000
     assert np.allclose(audio, PEAK_LIMIT * np.sin(2 * np.pi * 200 * t) / np.abs(np.sin(2 * np.pi * 200 * t)).max(),
                        atol=1e-4)
+
+
+class _MeetingCodec:
+    """Wraps the fixture codec; its first two decodes wait (up to 10 s) until both are running at once."""
+
+    def __init__(self, concurrent: bool) -> None:
+        import threading
+
+        self.inner = make_fixture_codec()
+        self.sample_rate, self.frame_rate = self.inner.sample_rate, self.inner.frame_rate
+        self.concurrent_decode = concurrent
+        self.barrier = threading.Barrier(2, timeout=10)
+        self.met = False
+        self.calls = 0
+
+    def decode(self, codes):
+        import threading
+
+        self.calls += 1
+        if self.calls <= 2:
+            try:
+                self.barrier.wait()
+                self.met = True
+            except threading.BrokenBarrierError:
+                pass
+        return self.inner.decode(codes)
+
+
+@pytest.mark.parametrize("concurrent, threads, meet", [(True, 2, True), (False, 2, False), (True, 1, False)])
+def test_items_of_a_batch_decode_side_by_side_only_when_codec_and_threads_allow(model, concurrent, threads,
+                                                                                meet) -> None:
+    """Two chunks' codec decodes overlap in time iff the codec allows it and torch has > 1 thread."""
+    r, items, cond = _setup(model, [40, 30, 20], None)
+    codec = _MeetingCodec(concurrent)
+    if not meet:
+        codec.barrier = type(codec.barrier)(2, timeout=0.2)  # sequential decodes would wait the full timeout
+    r.codec = codec
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        r.render_group(items, cond, mode="parallel", steps=4, seed=0, group=0, checking=False, deadline=None)
+    finally:
+        torch.set_num_threads(before)
+    assert codec.met is meet and codec.calls == 3
+    # Side by side or not, every item gets exactly its own audio (order kept).
+    ref = make_fixture_codec()
+    for it in items:
+        a = it.attempts[0]
+        assert a.audio.shape == (it.frames * 160,)
+        np.testing.assert_array_equal(a.audio, r.to_audio(a.codes))
+        assert np.array_equal(a.audio, np.asarray(ref.decode(a.codes[None].numpy()), np.float32)[0][: a.audio.size])
