@@ -1,4 +1,5 @@
-"""``python -m audiopd.train --config CONFIG.yaml --shards DIR --out RUN_DIR [--resume] [--init-from SRC] [--max-minutes M]``."""
+"""``python -m audiopd.train --config CONFIG.yaml --shards DIR --out RUN_DIR [--val-shards TEST] [--resume]
+[--init-from SRC] [--max-minutes M]``."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--config", help="training config (YAML/TOML); defaults when omitted")
     ap.add_argument("--shards", required=True, nargs="+", help="shard directory/files")
     ap.add_argument("--out", required=True, help="run directory (logs, checkpoints)")
+    ap.add_argument("--val-shards", nargs="+", default=None, metavar="SHARDS",
+                    help="held-out shard directory/files (the corpus's test-*.safetensors): losses logged as "
+                         "'val' records every val_every steps and at the stop")
     ap.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out")
     ap.add_argument("--init-from", default=None, metavar="CKPT_RUN_OR_VOICE",
                     help="start a new run from these weights (fine-tuning): a checkpoint, a run directory or a voice")
@@ -26,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = load_config(TrainConfig, args.config) if args.config else TrainConfig()
         summary = train(cfg, args.shards, args.out, resume=args.resume, max_minutes=args.max_minutes,
-                        max_steps=args.max_steps, init_from=args.init_from)
+                        max_steps=args.max_steps, init_from=args.init_from, val_shards=args.val_shards)
     except AudiopdError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

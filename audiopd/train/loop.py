@@ -25,6 +25,7 @@ from audiopd.model.voice import VoiceInfo, VoiceModel
 from audiopd.train.checkpoint import initial_weights, latest_checkpoint, load_checkpoint, save_checkpoint
 from audiopd.train.data import FrameBucketSampler, ShardDataset, collate
 from audiopd.train.objective import LossConfig, VoiceObjective
+from audiopd.train.validate import held_out_losses
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,10 @@ class TrainConfig:
     log_every: int = 10
     ckpt_every: int = 500
     keep_checkpoints: int = 2
+    # Held-out losses (train(..., val_shards=...)): every val_every steps and when the run stops, over a fixed
+    # subset of at most val_frames frames (0 = all of them; audiopd.train.validate).
+    val_every: int = 500
+    val_frames: int = 60000
     seed: int = 0
     num_threads: int = 1
     device: str = "cpu"
@@ -98,8 +103,12 @@ def _log(path: Path, record: dict[str, Any]) -> None:
 
 def train(cfg: TrainConfig, shards: str | Path | list[str | Path], out: str | Path, *, resume: bool = False,
           max_minutes: float | None = None, max_steps: int | None = None,
-          init_from: str | Path | None = None) -> dict[str, Any]:
-    """Train (or resume) into ``out``; returns a summary {step, last losses, stopped}.
+          init_from: str | Path | None = None,
+          val_shards: str | Path | list[str | Path] | None = None) -> dict[str, Any]:
+    """Train (or resume) into ``out``; returns a summary {step, last losses, stopped, val}.
+
+    ``val_shards`` (the corpus's held-out ``test`` shards) adds ``{"event": "val", ...}`` records of the
+    held-out losses to the log every ``val_every`` steps and at the stop; ``val`` is the last of them.
 
     ``init_from`` (a checkpoint, run or voice; see ``initial_weights``) starts a new run from those
     weights with a fresh optimizer and LR schedule: fine-tuning on new shards. A resumed run ignores it,
@@ -120,6 +129,11 @@ def train(cfg: TrainConfig, shards: str | Path | list[str | Path], out: str | Pa
     try:
         dataset = ShardDataset(shards, max_frames=cfg.max_utt_frames)
         meta = dataset.meta
+        val_set = None
+        if val_shards is not None:
+            val_set = ShardDataset(val_shards, max_frames=cfg.max_utt_frames)
+            if not val_set.meta.compatible(meta):
+                raise ArtifactError(f"held-out shards do not match the training shards ({val_set.meta} vs {meta})")
         if cfg.batch_frames < int(dataset.lengths.max()):
             raise ArtifactError(f"batch_frames {cfg.batch_frames} is below the longest kept utterance "
                                 f"({int(dataset.lengths.max())} frames): raise it or lower max_utt_frames")
@@ -170,6 +184,16 @@ def train(cfg: TrainConfig, shards: str | Path | list[str | Path], out: str | Pa
         t_log = time.monotonic()
         stopped = "max_steps"
         losses: dict[str, torch.Tensor] = {}
+        last_val: dict[str, Any] | None = None
+
+        def validate() -> None:
+            nonlocal last_val
+            if val_set is None or rank != 0:
+                return
+            scores = held_out_losses(objective, val_set, batch_frames=cfg.batch_frames, val_frames=cfg.val_frames,
+                                     device=device)
+            last_val = {"event": "val", "step": step, **scores}
+            _log(log_path, last_val)
 
         def checkpoint() -> None:
             rng = {"torch": torch.get_rng_state()}
@@ -215,6 +239,8 @@ def train(cfg: TrainConfig, shards: str | Path | list[str | Path], out: str | Pa
                 if step % cfg.ckpt_every == 0:
                     checkpoint()
                     last_saved = step
+                if cfg.val_every > 0 and step % cfg.val_every == 0:
+                    validate()
                 over = max_minutes is not None and (time.monotonic() - t_start) / 60 >= max_minutes
                 if world > 1:  # all ranks must stop on the same step
                     flag = torch.tensor([float(over)], device=device)
@@ -229,11 +255,13 @@ def train(cfg: TrainConfig, shards: str | Path | list[str | Path], out: str | Pa
                 epoch, batch_pos = epoch + 1, 0
         if last_saved != step:
             checkpoint()
+        if last_val is None or last_val["step"] != step:
+            validate()
         if rank == 0:
             _log(log_path, {"event": "stop", "reason": stopped, "step": step,
                             "minutes": (time.monotonic() - t_start) / 60})
         return {"step": step, "epoch": epoch, "stopped": stopped,
-                "last": {k: float(v.detach()) for k, v in losses.items()}}
+                "last": {k: float(v.detach()) for k, v in losses.items()}, "val": last_val}
     finally:
         if world > 1 and dist.is_initialized():
             dist.destroy_process_group()

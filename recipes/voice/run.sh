@@ -12,11 +12,13 @@ PY="${PYTHON:-python3}"
 TRAIN="${TRAIN:-$PY -m audiopd.train}"
 export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
 SHARDS=("$DATA"/tokens/world16k/train-*.safetensors)
+HELD_OUT=("$DATA"/tokens/world16k/test-*.safetensors)
 
 echo "== 1 train ($RUN)"
 RESUME=()
 [ -d "$RUN/checkpoints" ] && RESUME=(--resume)
-$TRAIN --config "$HERE/conf/default.yaml" --shards "${SHARDS[@]}" --out "$RUN" "${RESUME[@]}" ${MAX_MINUTES:+--max-minutes "$MAX_MINUTES"}
+$TRAIN --config "$HERE/conf/default.yaml" --shards "${SHARDS[@]}" --val-shards "${HELD_OUT[@]}" --out "$RUN" \
+  "${RESUME[@]}" ${MAX_MINUTES:+--max-minutes "$MAX_MINUTES"}
 
 echo "== 2 export -> voices/default"
 "$PY" -m audiopd.train.export "$RUN" "$REPO/voices/default" --checker "$HERE/conf/checker.yaml"

@@ -126,3 +126,74 @@ def test_cli(shard_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["step"] == 3
     assert train_main(["--config", str(cfg_path), "--shards", str(tmp_path / "none"), "--out", str(tmp_path / "x")]) == 2
     assert "error:" in capsys.readouterr().err
+
+
+def test_held_out_losses_are_logged_and_reproducible(shard_dir: Path, tmp_path: Path) -> None:
+    """'val' records every val_every steps and at the stop; same data + weights -> the same figures."""
+    from train_fixtures import META, make_utterances
+
+    from audiopd.train.shards import write_shard
+
+    val_dir = tmp_path / "val"
+    write_shard(val_dir / "test-000.safetensors", make_utterances(12, 7), META)
+    cfg = tiny_train_config(max_steps=14, val_every=6, val_frames=0)
+    summary = train(cfg, shard_dir, tmp_path / "run", val_shards=val_dir)
+    vals = [r for r in _log(tmp_path / "run") if r.get("event") == "val"]
+    assert [r["step"] for r in vals] == [6, 12, 14]
+    assert summary["val"] == vals[-1]
+    for r in vals:
+        assert r["utterances"] == 12 and r["frames"] > 0
+        assert all(r[k] > 0 for k in ("loss", "duration", "masked", "serial"))
+    assert vals[-1]["loss"] < vals[0]["loss"]  # the held-out utterances follow the training data's rule
+    # Scoring the final weights again gives the final record exactly: fixed subset, fixed masks.
+    from audiopd.train.checkpoint import latest_checkpoint as latest
+    from audiopd.train.data import ShardDataset
+    from audiopd.train.loop import model_config_of
+    from audiopd.train.objective import VoiceObjective
+    from audiopd.train.validate import held_out_losses
+    from audiopd.model.voice import VoiceModel
+
+    model = VoiceModel(model_config_of(tmp_path / "run"))
+    model.load_state_dict(load_file(str(latest(tmp_path / "run") / "model.safetensors")))
+    again = held_out_losses(VoiceObjective(model, cfg.loss), ShardDataset(val_dir, max_frames=cfg.max_utt_frames),
+                            batch_frames=cfg.batch_frames, val_frames=0, device=torch.device("cpu"))
+    assert again["loss"] == pytest.approx(vals[-1]["loss"], rel=1e-6)
+    assert model.training  # held_out_losses restores the mode it found
+
+
+def test_held_out_subset_is_fixed_and_within_budget() -> None:
+    import numpy as np
+
+    from audiopd.train.validate import val_subset
+
+    lengths = np.array([50, 80, 20, 120, 60, 40, 90, 30])
+    a = val_subset(lengths, 200)
+    assert a == val_subset(lengths, 200) and a == sorted(a)
+    assert 0 < lengths[a].sum() <= 200 and len(a) >= 3
+    assert val_subset(lengths, 0) == list(range(8))
+    assert val_subset(lengths, 10) == [2]  # below the shortest: still one utterance, the shortest
+
+
+def test_held_out_shards_must_match_the_training_shards(shard_dir: Path, tmp_path: Path) -> None:
+    import dataclasses
+
+    from train_fixtures import META, make_utterances
+
+    from audiopd.train.shards import write_shard
+
+    other = dataclasses.replace(META, codec="another")
+    write_shard(tmp_path / "val" / "test-000.safetensors", make_utterances(4, 3), other)
+    with pytest.raises(ArtifactError, match="held-out shards do not match"):
+        train(tiny_train_config(max_steps=2), shard_dir, tmp_path / "run", val_shards=tmp_path / "val")
+
+
+def test_cli_takes_held_out_shards(shard_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import yaml
+
+    cfg_path = tmp_path / "cfg.yaml"
+    cfg_path.write_text(yaml.safe_dump(to_dict(tiny_train_config(max_steps=2))))
+    args = ["--config", str(cfg_path), "--shards", str(shard_dir / "s0.safetensors"), "--out", str(tmp_path / "r"),
+            "--val-shards", str(shard_dir / "s1.safetensors")]
+    assert train_main(args) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["val"]["step"] == 2 and summary["val"]["utterances"] > 0
