@@ -1,7 +1,7 @@
 """Quality evaluation of a voice: ASR word error rate on held-out sentences, teacher vs parallel vs serial.
 
     python -m audiopd.eval.tts_eval --data data --voice default --n 40 [--modes parallel,serial] \
-        [--steps K] [--speakers slt,rms] [--batch 8] [--seed 0] [--out report.json]
+        [--steps K] [--speakers slt,rms] [--batch 8] [--seed 0] [--join J] [--out report.json]
 
 For every speaker of the voice the same ``N`` sentences of the corpus's held-out ``test`` split
 (recipes/corpus: sentences no model or codec saw) are recognised by pocketsphinx
@@ -17,6 +17,10 @@ has, so every speaker and mode speaks the same sentences and a rerun picks the s
 runs through the facade (``Synthesizer.synthesize_batch``) in batches of ``--batch`` texts with the
 same seed, in one process; the real-time factor is the wall time of those calls over the audio
 seconds they produced (batched, so it is a throughput figure).
+
+Long texts: ``--join J`` speaks passages of J consecutive drawn sentences as one text each (``N // J``
+passages; the facade cuts them into chunks at sentence boundaries, as for a user's paragraph), and the
+teacher row recognises the parts' recordings joined by the facade's pause.
 
 Cost: pocketsphinx recognition dominates, at roughly real time on the shared 2-core machine (1-5 s
 per clip; noise-like audio from a poor voice is the slowest), so ``--n 40`` with four speakers and
@@ -53,11 +57,20 @@ class EvalInputError(AudiopdError, ValueError):
 
 @dataclass(frozen=True)
 class Sentence:
-    """A held-out sentence and the teacher recording of it per corpus voice (paths relative to DATA)."""
+    """A held-out sentence and the teacher recording of it per corpus voice (paths relative to DATA).
+
+    A *passage* (``--join``) has ``parts``: consecutive held-out sentences spoken as one text; its teacher
+    audio is the parts' recordings joined with ``TEACHER_PAUSE_S`` of silence.
+    """
 
     id: str
     text: str
     wavs: dict[str, str]
+    parts: tuple[Sentence, ...] = ()
+
+
+# Silence between a passage's teacher recordings: the facade's own joining pause (render.join.JoinConfig).
+TEACHER_PAUSE_S = 0.15
 
 
 def read_manifest(data: Path) -> list[dict[str, Any]]:
@@ -106,6 +119,45 @@ def select_sentences(rows: Sequence[dict[str, Any]], speakers: Sequence[str], n:
     return [by_id[i] for i in sorted(picked)]
 
 
+def join_sentences(sentences: Sequence[Sentence], join: int) -> list[Sentence]:
+    """Passages of ``join`` consecutive sentences each (an incomplete last group is dropped); 1 = unchanged.
+
+    Long-text evaluation: the voice speaks a passage as one text (the facade chunks it at sentence
+    boundaries, as for any user's paragraph), and the teacher reference is the parts' recordings in order.
+    """
+    if join < 1:
+        raise EvalInputError(f"--join must be >= 1, got {join}")
+    if join == 1:
+        return list(sentences)
+    out = []
+    for k in range(0, len(sentences) - join + 1, join):
+        parts = tuple(sentences[k : k + join])
+        voices = set.intersection(*(set(p.wavs) for p in parts))
+        out.append(Sentence(id="+".join(p.id for p in parts), text=" ".join(p.text for p in parts),
+                            wavs={v: parts[0].wavs[v] for v in sorted(voices)}, parts=parts))
+    if not out:
+        raise EvalInputError(f"--join {join} needs at least {join} sentences, got {len(sentences)}")
+    return out
+
+
+def teacher_audio(data: Path, s: Sentence, speaker: str) -> tuple[np.ndarray, int]:
+    """The teacher's recording of ``s`` (a passage's parts joined with TEACHER_PAUSE_S of silence)."""
+    from audiopd.audio import read_audio
+
+    if not s.parts:
+        return read_audio(data / s.wavs[speaker])
+    pieces, rate = [], None
+    for p in s.parts:
+        audio, r = read_audio(data / p.wavs[speaker])
+        if rate is not None and r != rate:
+            raise EvalInputError(f"teacher recordings of one passage differ in sample rate ({rate} vs {r} Hz)")
+        rate = r
+        if pieces:
+            pieces.append(np.zeros(int(round(TEACHER_PAUSE_S * r)), dtype=np.float32))
+        pieces.append(np.asarray(audio, dtype=np.float32))
+    return np.concatenate(pieces), int(rate)
+
+
 @dataclass
 class _Tally:
     """Per (speaker, system): reference and hypothesis words plus synthesis costs."""
@@ -138,15 +190,16 @@ def _tally() -> _Tally:
 
 def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("parallel", "serial"),
              steps: int | None = None, seed: int = 0, batch: int = 8, speakers: Sequence[str] | None = None,
+             join: int = 1,
              recognizer: Recognizer | None = None, wav_dir: str | Path | None = None, voice_name: str = "",
              log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run the evaluation with a loaded ``Synthesizer``; returns the JSON-able report (see module doc).
 
     ``forward_passes`` per text counts the passes of every model batch the text took part in (the
     facade's figure), so it does not shrink with batching; ``steps`` are level-0 steps (serial: one
-    per frame).
+    per frame). ``join`` > 1 evaluates passages of that many of the ``n`` sentences (``join_sentences``).
     """
-    from audiopd.audio import read_audio, write_audio
+    from audiopd.audio import write_audio
     from audiopd.eval.wer import text_to_words, word_errors
 
     if recognizer is None:
@@ -166,6 +219,9 @@ def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("par
     data = Path(data)
     sentences = select_sentences(read_manifest(data), speakers, n, seed)
     warnings = [] if len(sentences) == n else [f"only {len(sentences)} test sentences are eligible, not {n}"]
+    if join > 1 and len(sentences) % join:
+        warnings.append(f"{len(sentences) % join} sentence(s) left over after passages of {join} were dropped")
+    sentences = join_sentences(sentences, join)
     refs = {s.id: text_to_words(s.text) for s in sentences}
     rows, utts = [], []
     pooled: dict[str, _Tally] = {}
@@ -175,7 +231,7 @@ def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("par
         if all(sp in s.wavs for s in sentences):
             tal = tallies[TEACHER] = _tally()
             for s in sentences:
-                audio, rate = read_audio(data / s.wavs[sp])
+                audio, rate = teacher_audio(data, s, sp)
                 hyp = text_to_words(recognizer(audio, rate))
                 tal.refs.append(refs[s.id])
                 tal.hyps.append(hyp)
@@ -227,7 +283,8 @@ def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("par
     return {
         "auto": auto_summary(utts),
         "voice": voice_name, "codec": tts.codec.name,
-        "data": str(data), "n": len(sentences), "seed": seed, "steps": steps, "batch": batch, "modes": modes,
+        "data": str(data), "n": len(sentences), "join": join, "seed": seed, "steps": steps, "batch": batch,
+        "modes": modes,
         "speakers": speakers, "sentences": [{"id": s.id, "text": s.text} for s in sentences],
         "rows": rows, "utterances": utts, "warnings": warnings,
         "wall_s": round(time.perf_counter() - t_start, 2),
@@ -290,6 +347,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--speakers", default=None, help="comma-separated speakers (default: all of the voice)")
     p.add_argument("--batch", type=int, default=8, help="texts per synthesize_batch call (default: 8)")
     p.add_argument("--seed", type=int, default=0, help="sentence choice and synthesis seed (default: 0)")
+    p.add_argument("--join", type=int, default=1, metavar="J",
+                   help="long texts: speak passages of J consecutive held-out sentences as one text (default: 1)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (default: 1)")
     p.add_argument("--save-wavs", default=None, metavar="DIR", help="also write the synthesised audio here")
     p.add_argument("--out", default=None, metavar="REPORT.json", help="write the full report as JSON")
@@ -307,11 +366,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
         tts = audiopd.load(args.voice)
         report = evaluate(tts, args.data, n=args.n, modes=_csv(args.modes), steps=args.steps, seed=args.seed,
-                          batch=args.batch, speakers=_csv(args.speakers) if args.speakers else None,
+                          batch=args.batch, speakers=_csv(args.speakers) if args.speakers else None, join=args.join,
                           wav_dir=args.save_wavs, voice_name=args.voice or "default",
                           log=lambda m: print(m, file=sys.stderr, flush=True))
         report["torch_threads"] = torch.get_num_threads()
-        print(f"voice {report['voice']}, codec {report['codec']}, {report['n']} held-out sentences x "
+        what = "held-out sentences" if args.join == 1 else f"passages of {args.join} held-out sentences"
+        print(f"voice {report['voice']}, codec {report['codec']}, {report['n']} {what} x "
               f"{len(report['speakers'])} speakers, seed {report['seed']}, steps {report['steps'] or 'default'}, "
               f"{report['wall_s']:.0f} s")
         for w in report["warnings"]:

@@ -199,6 +199,8 @@ def test_select_sentences_rejects_unusable_input(rows, speakers, n, needle) -> N
     (["--modes", "parallel,fast"], "modes must be a non-empty list"),
     (["--speakers", "slt,carol"], "unknown speaker(s) carol"),
     (["--batch", "0"], "--batch must be >= 1"),
+    (["--join", "0"], "--join must be >= 1"),
+    (["--n", "2", "--join", "5"], "--join 5 needs at least 5 sentences"),
     (["--voice", "nope"], "no voice named 'nope'"),
 ])
 def test_main_bad_input_is_one_line_and_exit_2(voice_env, tmp_path, capsys, argv, needle) -> None:
@@ -238,3 +240,54 @@ def test_auto_summary_counts_escalations_fallbacks_and_broken_passes() -> None:
     assert s["delivered_failing_share"] == round(1 / 3, 3)
     assert s["asr_broken"] == 2 and s["asr_broken_but_passed"] == 1
     assert auto_summary(utts[3:]) is None
+
+
+def test_join_speaks_passages_and_joins_the_teacher_recordings(voice_env, tmp_path) -> None:
+    """--join 2: one passage per speaker, its text the two sentences, its teacher audio both recordings."""
+    from audiopd.eval.tts_eval import TEACHER_PAUSE_S
+    from audiopd.render.join import JoinConfig
+
+    assert TEACHER_PAUSE_S == JoinConfig().pause_s
+    data = write_corpus(tmp_path, flite=False)
+    heard, texts = [], []
+
+    def recognizer(audio: np.ndarray, rate: int) -> str:
+        heard.append(round(audio.size / rate, 3))
+        return "please call me tomorrow"
+
+    tts = audiopd.load()
+    real = tts.synthesize_batch
+
+    def spy(batch, **kw):
+        texts.extend(batch)
+        return real(batch, **kw)
+
+    tts.synthesize_batch = spy
+    report = evaluate(tts, data, n=2, modes=["parallel"], steps=2, batch=4, join=2, recognizer=recognizer)
+    assert report["n"] == 1 and report["join"] == 2 and report["warnings"] == []
+    passage = " ".join(SENTENCES[i] for i in sorted(SENTENCES))
+    assert report["sentences"] == [{"id": "t001+t002", "text": passage}]
+    assert texts == [passage] * len(SPEAKERS)
+    # Teacher: two 0.5 s recordings with the pause between them, once per speaker.
+    assert heard.count(round(0.5 + TEACHER_PAUSE_S + 0.5, 3)) == len(SPEAKERS)
+    ref = text_to_words(passage)
+    for u in report["utterances"]:
+        assert u["ref_words"] == len(ref) == 11 and u["edits"] == 7  # 4 hits, 7 deletions
+
+
+def test_join_rejects_too_few_sentences_and_warns_about_leftovers(voice_env, tmp_path) -> None:
+    from audiopd.eval.tts_eval import join_sentences
+
+    data = write_corpus(tmp_path, flite=False)
+    tts = audiopd.load()
+    with pytest.raises(EvalInputError, match="--join 3 needs at least 3 sentences"):
+        evaluate(tts, data, n=2, modes=["parallel"], join=3, recognizer=lambda a, r: "")
+    with pytest.raises(EvalInputError, match="--join must be >= 1"):
+        join_sentences([], 0)
+    from audiopd.eval.tts_eval import Sentence
+
+    three = [Sentence(f"s{i}", f"Text {i}.", {"slt": f"w{i}.wav"}) for i in range(3)]
+    joined = join_sentences(three, 2)
+    assert [(s.id, s.text, s.wavs) for s in joined] == [("s0+s1", "Text 0. Text 1.", {"slt": "w0.wav"})]
+    assert joined[0].parts == tuple(three[:2])
+    assert join_sentences(three, 1) == three
