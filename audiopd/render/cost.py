@@ -3,9 +3,11 @@
 Why a model at all: on a CPU a full bidirectional pass costs about linearly in frames x batch, while
 a KV-cached serial step costs about the same for any length and grows slowly with the batch. So for
 one utterance K parallel passes beat T serial steps by roughly (cached step) / (K x per-frame pass
-cost), whatever the length, while for a batch of 8 the serial path wins (measured on this machine:
-shared/FACTS.md "Decoding cost"). On a GPU a pass costs about the same for any T and the balance
-moves again, which is why the figures are *measured* (``calibrate``) rather than assumed.
+cost), whatever the length, while a batch can tip the balance to serial (a d256, full-attention model on
+this machine: serial wins at batch 8, shared/FACTS.md "Decoding cost"; the shipped voice, smaller and
+block-local, stays faster in parallel there: samples/report.md). On a GPU a pass costs about the same for
+any T and the balance moves again, which is why the figures are *measured* (``calibrate``) rather than
+assumed.
 
 Everything here except ``calibrate`` is a pure function of its arguments, so the choice is testable
 and explainable: the report can say which path was predicted to cost what.
