@@ -187,6 +187,7 @@ def train(cfg: TrainConfig, shards: str | Path | list[str | Path], out: str | Pa
         last_val: dict[str, Any] | None = None
 
         def validate() -> None:
+            # Rank 0 only: the other ranks wait for it at the next gradient all-reduce.
             nonlocal last_val
             if val_set is None or rank != 0:
                 return

@@ -4,7 +4,9 @@ A training loss says the model fits its data; only a held-out loss says whether 
 checkpoint) is better on new sentences. The corpus recipe's ``test`` split is that data (stage 06 writes it
 as ``test-*.safetensors``). Every call scores the same utterances with the same masks: a fixed subset of at
 most ``val_frames`` frames, and a mask generator re-seeded each time. So two steps of a run, or two runs
-with the same config, compare directly; the figures are frame-weighted means, like the training log's.
+with the same config, compare directly; the figures are means weighted by each batch's frames. Scoring draws
+only from its own generator (no dropout in eval mode), so it leaves training's random state, and with it exact
+resume, untouched.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ VAL_MASK_SEED = 20_261_130
 def val_subset(lengths: np.ndarray, max_frames: int) -> list[int]:
     """Indices of a fixed, length-diverse subset holding at most ``max_frames`` frames (0 = all).
 
-    Every other utterance of a seeded permutation until the budget is spent: not the first shard's
-    (one speaker's) utterances only, and the same subset for the same data.
+    The utterances of a seeded permutation that still fit the budget, in that order: a mix of speakers and
+    lengths rather than the first shard's, and the same subset for the same data.
     """
     order = np.random.default_rng(0).permutation(len(lengths))
     if max_frames <= 0:

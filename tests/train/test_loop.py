@@ -197,3 +197,16 @@ def test_cli_takes_held_out_shards(shard_dir: Path, tmp_path: Path, capsys: pyte
     assert train_main(args) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["val"]["step"] == 2 and summary["val"]["utterances"] > 0
+
+
+def test_resume_stays_exact_with_held_out_scoring(shard_dir: Path, tmp_path: Path) -> None:
+    """The split run scores the held-out set at its stop (step 7), the straight run does not: same weights."""
+    cfg = tiny_train_config(max_steps=14, ckpt_every=7, val_every=5)
+    train(cfg, shard_dir, tmp_path / "straight", val_shards=shard_dir / "s1.safetensors")
+    train(cfg, shard_dir, tmp_path / "split", max_steps=7, val_shards=shard_dir / "s1.safetensors")
+    train(cfg, shard_dir, tmp_path / "split", resume=True, val_shards=shard_dir / "s1.safetensors")
+    a = load_file(str(latest_checkpoint(tmp_path / "straight") / "model.safetensors"))
+    b = load_file(str(latest_checkpoint(tmp_path / "split") / "model.safetensors"))
+    for k in a:
+        assert torch.equal(a[k], b[k]), k
+    assert [r["step"] for r in _log(tmp_path / "split") if r.get("event") == "val"] == [5, 7, 10, 14]
