@@ -133,17 +133,19 @@ def run_server(server: AudiopdServer, *, out: TextIO | None = None) -> int:
     speaker = server.speaker or (synth.voices[0] if synth.voices else "-")
     print(f"audiopd {__version__}: voice {server.voice_name} (speakers {', '.join(synth.voices)}; default "
           f"{speaker}), {synth.sample_rate} Hz, serving at {server.url}  (Ctrl-C to stop)", file=out, flush=True)
-    # `kill PID` and service managers send SIGTERM: shut down as cleanly as on Ctrl-C.
+    # `kill PID` and service managers send SIGTERM: shut down as cleanly as on Ctrl-C. SIGINT gets the same handler
+    # explicitly: Python only installs its own when the parent left SIGINT at the default, and a server started
+    # from a background job inherits it ignored.
     in_main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _interrupt) if in_main else None
+    previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGINT)} if in_main else {}
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         print("audiopd: shutting down", file=out, flush=True)
     finally:
         server.server_close()
-        if in_main:
-            signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     return 0
 
 

@@ -30,11 +30,18 @@ def artifacts(tmp_path, monkeypatch) -> dict[str, str]:
     return env
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_serve_prints_its_url_answers_and_stops_cleanly(artifacts, sig) -> None:
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("sig, inherited_ignore", [(signal.SIGINT, False), (signal.SIGTERM, False),
+                                                   (signal.SIGINT, True)])
+def test_serve_prints_its_url_answers_and_stops_cleanly(artifacts, sig, inherited_ignore) -> None:
+    """Ctrl-C and SIGTERM stop the server cleanly, also when started from a job that ignores SIGINT."""
     env = {**os.environ, **artifacts, "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "audiopd.cli", "serve", "--port", "0", "--voice", "bob",
-                             "--threads", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                             "--threads", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=_ignore_sigint if inherited_ignore else None)
     try:
         line = proc.stdout.readline()  # blocks until the voice is loaded and the socket bound
         assert "serving at http://127.0.0.1:" in line, (line, proc.poll())
