@@ -43,6 +43,7 @@ import numpy as np
 
 from audiopd.errors import AudiopdError
 from audiopd.eval.wer import BROKEN_WER
+from audiopd.render.join import JoinConfig
 
 EVAL_MODES = ("parallel", "serial", "auto")
 TEACHER = "teacher"
@@ -69,8 +70,8 @@ class Sentence:
     parts: tuple[Sentence, ...] = ()
 
 
-# Silence between a passage's teacher recordings: the facade's own joining pause (render.join.JoinConfig).
-TEACHER_PAUSE_S = 0.15
+# Silence between a passage's teacher recordings: the facade's own joining pause between chunks.
+TEACHER_PAUSE_S = JoinConfig().pause_s
 
 
 def read_manifest(data: Path) -> list[dict[str, Any]]:
@@ -153,7 +154,7 @@ def teacher_audio(data: Path, s: Sentence, speaker: str) -> tuple[np.ndarray, in
             raise EvalInputError(f"teacher recordings of one passage differ in sample rate ({rate} vs {r} Hz)")
         rate = r
         if pieces:
-            pieces.append(np.zeros(int(round(TEACHER_PAUSE_S * r)), dtype=np.float32))
+            pieces.append(np.zeros(round(TEACHER_PAUSE_S * r), dtype=np.float32))
         pieces.append(np.asarray(audio, dtype=np.float32))
     return np.concatenate(pieces), int(rate)
 
