@@ -182,7 +182,11 @@ def score(
     # (a) forced alignment
     # The recogniser and aligner get the very samples ``recognize(audio, rate)`` would: a float round
     # trip could move samples by one LSB, and on marginal audio that can flip PocketSphinx's answer.
+    t_align = time.perf_counter()
     al = align(pcm, SAMPLE_RATE, words) if fr.first >= 0 else None
+    # The two PocketSphinx passes are nearly all of the checker's cost; timing them apart says which one a
+    # cheaper configuration would have to shrink (asr_seconds is 0 when recognition did not run).
+    metrics["align_seconds"] = time.perf_counter() - t_align
     low: frozenset[int] = frozenset()
     squeezed: frozenset[int] = frozenset()
     if al is None:
@@ -199,8 +203,12 @@ def score(
     worst = max((f.badness for f in findings), default=0.0)
     run_asr = cfg.asr == "always" or (cfg.asr == "borderline" and cfg.asr_borderline <= worst < 1.0)
     unheard: frozenset[int] = frozenset()
+    metrics["asr_seconds"] = 0.0
     if run_asr and fr.first >= 0:
-        asr = speech.check_asr(words, recognize_words(pcm, SAMPLE_RATE), duration, al, cfg)
+        t_asr = time.perf_counter()
+        heard = recognize_words(pcm, SAMPLE_RATE)
+        metrics["asr_seconds"] = time.perf_counter() - t_asr
+        asr = speech.check_asr(words, heard, duration, al, cfg)
         findings += asr.findings
         unheard = asr.unheard
     metrics["asr_ran"] = float(run_asr and fr.first >= 0)

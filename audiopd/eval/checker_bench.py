@@ -23,7 +23,8 @@ Clips with outside WER <= 0.5 count as intelligible; the report gives false alar
 on all clean clips, and "broken passed": clips with outside WER > 0.5 that the checker passed
 (``outside_summary``). The recogniser is the one the checker's own ASR check uses, so with
 ``--asr always`` the two are not independent. The JSON report holds the rates, a markdown table
-(condition x check that fired), the misses, every clip (text, speaker, seconds, outside WER) and
+(condition x check that fired), the misses, the checker's cost as a real-time factor (``rtf``, and
+``rtf_asr`` / ``rtf_align`` for its two PocketSphinx passes), every clip (text, speaker, seconds, outside WER) and
 one record per scored clip (metrics, failed checks), for re-deriving thresholds offline
 (``python -m audiopd.eval.checker_calib``). Latest flite figures: the docstring of
 ``audiopd.checker.config``.
@@ -206,6 +207,9 @@ def run_bench(n: int, split: str = "bench", asr: str | None = None, progress: bo
         "detection_rate": {k: r["flagged"] / max(1, r["n"]) for k, r in rows.items() if k != "clean"},
         "outside": outside_summary(items),
         "rtf": check_s / max(audio_s, 1e-9),
+        # The checker's two PocketSphinx passes on their own (the rest is signal and token checks).
+        "rtf_asr": sum(it["metrics"].get("asr_seconds", 0.0) for it in items) / max(audio_s, 1e-9),
+        "rtf_align": sum(it["metrics"].get("align_seconds", 0.0) for it in items) / max(audio_s, 1e-9),
         "audio_seconds": audio_s,
         "check_seconds": check_s,
         "table_md": _table(rows, checks),
@@ -219,8 +223,9 @@ def run_bench(n: int, split: str = "bench", asr: str | None = None, progress: bo
 def _summary_lines(report: dict) -> list[str]:
     fa = report["false_alarm_rate"]
     lines = [f"false alarms {'-' if fa is None else f'{fa:.1%}'}; detection "
-             + ", ".join(f"{k} {v:.0%}" for k, v in report["detection_rate"].items())
-             + f"; checker RTF {report['rtf']:.3f}; thresholds: {report['checker_config']}"]
+             + (", ".join(f"{k} {v:.0%}" for k, v in report["detection_rate"].items()) or "-")
+             + f"; checker RTF {report['rtf']:.3f} (recognition {report['rtf_asr']:.3f}, alignment "
+               f"{report['rtf_align']:.3f}); thresholds: {report['checker_config']}"]
     o = report.get("outside")
     if o:
         def rate(k: int, n: int) -> str:

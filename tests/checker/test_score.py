@@ -38,10 +38,15 @@ def test_clean_speech_passes(speech: tuple[np.ndarray, int]) -> None:
     assert [w.word for w in v.words][:3] == ["the", "old", "man"]
     assert all(w.start is not None and w.end > w.start for w in v.words)
     assert v.metrics["asr_ran"] == 1.0 and v.metrics["asr_wer"] < 0.5
+    # The two recogniser passes are timed apart, and they are parts of the whole check.
+    m = v.metrics
+    assert m["align_seconds"] > 0 and m["asr_seconds"] > 0
+    assert m["align_seconds"] + m["asr_seconds"] <= m["check_seconds"]
     json.dumps(v.to_dict())  # JSON-ready
     # Default ("borderline") skips recognition on a clip this clean, with the same verdict.
     quick = score(audio, rate, TEXT)
     assert quick.passed and quick.metrics["asr_ran"] == 0.0
+    assert quick.metrics["asr_seconds"] == 0.0 and 0 < quick.metrics["align_seconds"] <= quick.metrics["check_seconds"]
 
 
 @needs_flite

@@ -133,6 +133,8 @@ def test_run_bench_on_the_voice_with_the_real_checker(tts) -> None:
     assert report["outside"] == outside_summary(report["items"])
     assert report["outside"]["false_alarms_all"] == sum(not it["passed"] for it in clean)
     assert report["false_alarm_rate"] == report["outside"]["false_alarm_rate_all"]
+    # The checker's cost, split: no recognition ran (asr="never"); alignment is part of the whole.
+    assert report["rtf_asr"] == 0.0 and 0 < report["rtf_align"] <= report["rtf"]
     json.loads(json.dumps(report))  # the --out file round-trips
 
 
@@ -171,6 +173,8 @@ def test_main_with_a_voice_writes_the_report(voice_dir, tmp_path, capsys, monkey
         it["passed"] for it in report["items"])
     printed = capsys.readouterr().out
     assert "| clean |" in printed and "outside ASR on 2 clean clips" in printed and "broken passed" in printed
+    assert "(recognition 0.000, alignment " in printed
+    assert "detection -;" in printed  # clean clips only: no fault to detect
 
 
 @pytest.mark.parametrize("setup, needle", [("missing", "no voice named"), ("bad_key", "min_windw_score")])
