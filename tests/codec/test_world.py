@@ -109,6 +109,26 @@ def test_config_rejects_impossible_level0() -> None:
         WorldCodecConfig(name="x", f0_bins=200, energy_bins=8, cardinality=1024)
 
 
+@pytest.mark.parametrize("smooth", [-0.1, 0.4, 1.0])
+def test_config_rejects_smoothing_outside_its_range(smooth: float) -> None:
+    with pytest.raises(ArtifactError, match="smooth"):
+        WorldCodecConfig(name="x", smooth=smooth)
+
+
+def test_smoothing_removes_frame_jitter_and_keeps_level(small_codec: WorldCodec) -> None:
+    import dataclasses
+
+    rng = np.random.default_rng(0)
+    t = 200
+    codes = rng.integers(0, small_codec.cardinality, size=(small_codec.num_codebooks, t))  # per-frame noise
+    plain = small_codec.decode_features(codes)
+    boxed = WorldCodec(dataclasses.replace(small_codec.cfg, smooth=1.0 / 3.0), small_codec.codebooks).decode_features(codes)
+    jitter = lambda m: float(np.abs(np.diff(m[:, 1:], axis=0)).mean())  # noqa: E731 (c1.. : the envelope shape)
+    assert jitter(boxed.mcep) < 0.7 * jitter(plain.mcep)
+    np.testing.assert_allclose(boxed.mcep[1:-1, 1:].mean(0), plain.mcep[1:-1, 1:].mean(0), atol=0.05)
+    np.testing.assert_array_equal(boxed.f0, plain.f0)  # level 0 (pitch) is never smoothed
+
+
 
 def test_token_fingerprint_follows_what_decoding_uses(small_codec: WorldCodec) -> None:
     import dataclasses
