@@ -123,7 +123,10 @@ def test_smoothing_removes_frame_jitter_and_keeps_level(small_codec: WorldCodec)
     codes = rng.integers(0, small_codec.cardinality, size=(small_codec.num_codebooks, t))  # per-frame noise
     plain = small_codec.decode_features(codes)
     boxed = WorldCodec(dataclasses.replace(small_codec.cfg, smooth=1.0 / 3.0), small_codec.codebooks).decode_features(codes)
-    jitter = lambda m: float(np.abs(np.diff(m[:, 1:], axis=0)).mean())  # noqa: E731 (c1.. : the envelope shape)
+
+    def jitter(mcep: np.ndarray) -> float:  # frame-to-frame change of c1.., the envelope's shape
+        return float(np.abs(np.diff(mcep[:, 1:], axis=0)).mean())
+
     assert jitter(boxed.mcep) < 0.7 * jitter(plain.mcep)
     np.testing.assert_allclose(boxed.mcep[1:-1, 1:].mean(0), plain.mcep[1:-1, 1:].mean(0), atol=0.05)
     np.testing.assert_array_equal(boxed.f0, plain.f0)  # level 0 (pitch) is never smoothed
