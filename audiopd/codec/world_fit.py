@@ -88,12 +88,30 @@ def fit_rvq(
     return np.stack(books, axis=0)
 
 
+# The recipe generates a codec README's head; measurements written by hand go below this line, and a refit keeps
+# them (a refit from the same corpus and seed reproduces the codebooks they were measured on).
+NOTES_MARKER = "<!-- Notes below this line are written by hand; 05_fit_codec.py keeps them when it refits. -->"
+
+
+def merge_readme(generated: str, existing: str | None) -> str:
+    """The generated README head, the marker, then the hand-written notes of ``existing`` (if it has a marker)."""
+    notes = ""
+    if existing and NOTES_MARKER in existing:
+        notes = existing.split(NOTES_MARKER, 1)[1].lstrip("\n")
+    return f"{generated.rstrip()}\n\n{NOTES_MARKER}\n\n{notes}".rstrip() + "\n"
+
+
 def write_codec_artifact(directory: Path, cfg: WorldCodecConfig, codebooks: np.ndarray, readme: str) -> Path:
-    """Write ``config.yaml``, the safetensors codebooks, README.md and SHA256SUMS into ``directory``."""
+    """Write ``config.yaml``, the safetensors codebooks, README.md and SHA256SUMS into ``directory``.
+
+    ``readme`` is the generated head; notes below ``NOTES_MARKER`` in an existing README.md are kept.
+    """
     from safetensors.numpy import save_file
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    old = directory / "README.md"
+    readme = merge_readme(readme, old.read_text() if old.is_file() else None)
     save_file(
         {"codebooks": np.ascontiguousarray(codebooks, dtype=np.float32)},
         str(directory / cfg.codebooks_file),

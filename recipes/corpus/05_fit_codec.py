@@ -3,7 +3,8 @@
 Reads the cached WORLD features of stage 04 (train split only: the test split stays held out for the codec's
 round-trip evaluation), samples up to --max-frames frames, fits Q-1 k-means levels on successive residuals
 (audiopd.codec.world_fit) and writes config.yaml + codebooks.safetensors + README.md + SHA256SUMS into the
-repository's codecs/<codec>/ (or --out). Deterministic for a seed.
+repository's codecs/<codec>/ (or --out). Deterministic for a seed. The README's head is generated; the
+measurements written below its marker line are kept (audiopd.codec.world_fit.merge_readme).
 """
 
 from __future__ import annotations

@@ -90,6 +90,22 @@ def test_round_trip_shapes_pitch_and_levels(small_codec: WorldCodec) -> None:
     assert err[1] < err[0]
 
 
+def test_refit_keeps_hand_written_readme_notes(tmp_path, small_codec: WorldCodec) -> None:
+    from audiopd.artifacts import verify_checksums
+    from audiopd.codec.world_fit import NOTES_MARKER
+
+    d = write_codec_artifact(tmp_path / "tiny", small_codec.cfg, small_codec.codebooks, "# tiny v1\n")
+    text = (d / "README.md").read_text()
+    assert text.startswith("# tiny v1") and NOTES_MARKER in text
+    (d / "README.md").write_text(text + "## Measured by hand\nWER 21.4\n")
+    write_codec_artifact(d, small_codec.cfg, small_codec.codebooks, "# tiny v2\n")
+    text = (d / "README.md").read_text()
+    assert text.startswith("# tiny v2") and "v1" not in text  # the head is regenerated...
+    assert text.endswith("## Measured by hand\nWER 21.4\n")  # ...the notes survive, once
+    assert text.count(NOTES_MARKER) == 1
+    verify_checksums(d)  # the artifact stays loadable (README.md is documentation, outside SHA256SUMS)
+
+
 def test_artifact_round_trip_and_rejects_bad_version(tmp_path, small_codec: WorldCodec, monkeypatch) -> None:
     from audiopd.codec import load_codec
 
