@@ -58,16 +58,15 @@ class EvalInputError(AudiopdError, ValueError):
 
 @dataclass(frozen=True)
 class Sentence:
-    """A held-out sentence and the teacher recording of it per corpus voice (paths relative to DATA).
+    """A held-out sentence and its teacher recordings per corpus voice (paths relative to DATA).
 
-    A *passage* (``--join``) has ``parts``: consecutive held-out sentences spoken as one text; its teacher
-    audio is the parts' recordings joined with ``TEACHER_PAUSE_S`` of silence.
+    ``wavs[voice]`` lists the recordings in order: one for a sentence; for a *passage* (``--join``, consecutive
+    held-out sentences spoken as one text), one per sentence, joined with ``TEACHER_PAUSE_S`` of silence.
     """
 
     id: str
     text: str
-    wavs: dict[str, str]
-    parts: tuple[Sentence, ...] = ()
+    wavs: dict[str, tuple[str, ...]]
 
 
 # Silence between a passage's teacher recordings: the facade's own joining pause between chunks.
@@ -108,7 +107,7 @@ def select_sentences(rows: Sequence[dict[str, Any]], speakers: Sequence[str], n:
         if r["split"] != "test":
             continue
         s = by_id.setdefault(r["id"], Sentence(r["id"], r["text"], {}))
-        s.wavs[r["voice"]] = r["wav"]
+        s.wavs[r["voice"]] = (r["wav"],)
     if not by_id:
         raise EvalInputError("the corpus manifest has no 'test' split rows")
     corpus_voices = {v for s in by_id.values() for v in s.wavs}
@@ -135,21 +134,19 @@ def join_sentences(sentences: Sequence[Sentence], join: int) -> list[Sentence]:
         parts = tuple(sentences[k : k + join])
         voices = set.intersection(*(set(p.wavs) for p in parts))
         out.append(Sentence(id="+".join(p.id for p in parts), text=" ".join(p.text for p in parts),
-                            wavs={v: parts[0].wavs[v] for v in sorted(voices)}, parts=parts))
+                            wavs={v: tuple(w for p in parts for w in p.wavs[v]) for v in sorted(voices)}))
     if not out:
         raise EvalInputError(f"--join {join} needs at least {join} sentences, got {len(sentences)}")
     return out
 
 
 def teacher_audio(data: Path, s: Sentence, speaker: str) -> tuple[np.ndarray, int]:
-    """The teacher's recording of ``s`` (a passage's parts joined with TEACHER_PAUSE_S of silence)."""
+    """The teacher's recording of ``s`` (a passage's recordings joined with TEACHER_PAUSE_S of silence)."""
     from audiopd.audio import read_audio
 
-    if not s.parts:
-        return read_audio(data / s.wavs[speaker])
     pieces, rate = [], None
-    for p in s.parts:
-        audio, r = read_audio(data / p.wavs[speaker])
+    for path in s.wavs[speaker]:
+        audio, r = read_audio(data / path)
         if rate is not None and r != rate:
             raise EvalInputError(f"teacher recordings of one passage differ in sample rate ({rate} vs {r} Hz)")
         rate = r

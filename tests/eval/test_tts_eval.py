@@ -286,8 +286,8 @@ def test_join_rejects_too_few_sentences_and_warns_about_leftovers(voice_env, tmp
         join_sentences([], 0)
     from audiopd.eval.tts_eval import Sentence
 
-    three = [Sentence(f"s{i}", f"Text {i}.", {"slt": f"w{i}.wav"}) for i in range(3)]
+    three = [Sentence(f"s{i}", f"Text {i}.", {"slt": (f"w{i}.wav",)}) for i in range(3)]
+    three[0].wavs["rms"] = ("r0.wav",)  # a voice that did not record every part is not a passage voice
     joined = join_sentences(three, 2)
-    assert [(s.id, s.text, s.wavs) for s in joined] == [("s0+s1", "Text 0. Text 1.", {"slt": "w0.wav"})]
-    assert joined[0].parts == tuple(three[:2])
+    assert [(s.id, s.text, s.wavs) for s in joined] == [("s0+s1", "Text 0. Text 1.", {"slt": ("w0.wav", "w1.wav")})]
     assert join_sentences(three, 1) == three
