@@ -202,9 +202,13 @@ def _checker_config(directory: Path) -> CheckerConfig | None:
 def parse_checker_file(path: str | Path) -> CheckerConfig:
     """A checker.yaml's CheckerConfig: strict keys and types over the defaults, ranges checked (ArtifactError)."""
     path = Path(path)
-    where = str(path)
+    return parse_checker_text(path.read_text(encoding="utf-8"), where=str(path))
+
+
+def parse_checker_text(text: str, *, where: str) -> CheckerConfig:
+    """``parse_checker_file`` on text already read; ``where`` names its source in errors."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ArtifactError(f"{where} is not valid YAML: {exc}") from None
     data = {} if data is None else data

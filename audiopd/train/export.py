@@ -17,9 +17,15 @@ from safetensors.torch import load_file
 
 from audiopd.config import from_dict
 from audiopd.errors import ArtifactError, AudiopdError
-from audiopd.model.config import ModelConfig
 from audiopd.fileio import write_text_atomic
-from audiopd.model.voice import CHECKER_FILE, VoiceInfo, VoiceModel, parse_checker_file, save_voice
+from audiopd.model.config import ModelConfig
+from audiopd.model.voice import (
+    CHECKER_FILE,
+    VoiceInfo,
+    VoiceModel,
+    parse_checker_text,
+    save_voice,
+)
 from audiopd.train.checkpoint import latest_checkpoint, read_state
 
 
@@ -64,9 +70,10 @@ def export_voice(source: str | Path, out_dir: str | Path, *, checker: str | Path
         checker = Path(checker)
         if not checker.is_file():
             raise ArtifactError(f"checker thresholds {checker} not found")
-        parse_checker_file(checker)  # the shipped thresholds must load (strict keys, valid values): check first
+        text = checker.read_text(encoding="utf-8")  # read once: what is checked is what ships
+        parse_checker_text(text, where=str(checker))  # the thresholds must load (strict keys, valid values)
         out_dir.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(out_dir / CHECKER_FILE, checker.read_text(encoding="utf-8"))
+        write_text_atomic(out_dir / CHECKER_FILE, text)
     trained = {"step": state["step"], "checkpoint": ck.name}
     if state.get("init_from"):  # a fine-tuning run: its steps count from the weights it started with
         trained["init_from"] = state["init_from"]

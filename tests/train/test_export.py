@@ -84,8 +84,9 @@ def test_export_rejects_bad_checker_thresholds(shard_dir: Path, tmp_path: Path) 
     train(tiny_train_config(max_steps=2), shard_dir, tmp_path / "run")
     th = tmp_path / "checker.yaml"
     th.write_text("max_werr: 0.5\n")
-    with pytest.raises(ArtifactError, match="max_werr"):
+    with pytest.raises(ArtifactError, match="checker.yaml.*max_werr"):
         export_voice(tmp_path / "run", tmp_path / "voice", checker=th)
+    assert not (tmp_path / "voice").exists()  # checked before anything is written
     with pytest.raises(ArtifactError, match="not found"):
         export_voice(tmp_path / "run", tmp_path / "voice2", checker=tmp_path / "missing.yaml")
 
