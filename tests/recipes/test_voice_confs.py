@@ -1,0 +1,29 @@
+"""The voice recipe's configs load under the strict loaders (a typo'd key fails here, not hours into a run)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from audiopd.config import load_config
+from audiopd.model.voice import parse_checker_file
+from audiopd.train.loop import TrainConfig
+
+CONF = Path(__file__).resolve().parents[2] / "recipes" / "voice" / "conf"
+TRAIN_CONFS = sorted(p for p in CONF.glob("*.yaml") if p.name != "checker.yaml")
+
+
+def test_the_recipe_has_its_configs() -> None:
+    assert {"default.yaml", "checker.yaml"} <= {p.name for p in CONF.glob("*.yaml")}
+
+
+@pytest.mark.parametrize("path", TRAIN_CONFS, ids=lambda p: p.name)
+def test_training_config_loads(path: Path) -> None:
+    cfg = load_config(TrainConfig, path)
+    assert cfg.max_steps > 0 and cfg.model.d_model % cfg.model.n_heads == 0
+
+
+def test_checker_thresholds_load() -> None:
+    cfg = parse_checker_file(CONF / "checker.yaml")
+    assert cfg.asr == "always"
