@@ -131,14 +131,15 @@ def run_server(server: AudiopdServer, *, out: TextIO | None = None) -> int:
         logger.setLevel(logging.INFO)
     synth = server.synth
     speaker = server.speaker or (synth.voices[0] if synth.voices else "-")
-    print(f"audiopd {__version__}: voice {server.voice_name} (speakers {', '.join(synth.voices)}; default "
-          f"{speaker}), {synth.sample_rate} Hz, serving at {server.url}  (Ctrl-C to stop)", file=out, flush=True)
     # `kill PID` and service managers send SIGTERM: shut down as cleanly as on Ctrl-C. SIGINT gets the same handler
     # explicitly: Python only installs its own when the parent left SIGINT at the default, and a server started
-    # from a background job inherits it ignored.
+    # from a background job inherits it ignored. Installed before the "serving at" line, which callers take as
+    # the sign of readiness: a signal sent right after it must find the handlers in place.
     in_main = threading.current_thread() is threading.main_thread()
     previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGINT)} if in_main else {}
     try:
+        print(f"audiopd {__version__}: voice {server.voice_name} (speakers {', '.join(synth.voices)}; default "
+              f"{speaker}), {synth.sample_rate} Hz, serving at {server.url}  (Ctrl-C to stop)", file=out, flush=True)
         server.serve_forever()
     except KeyboardInterrupt:
         print("audiopd: shutting down", file=out, flush=True)

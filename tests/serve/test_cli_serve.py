@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import urllib.request
 
 import pytest
@@ -17,6 +19,7 @@ from voice_fixtures import tiny_voice
 from audiopd.cli import main
 from audiopd.codec.fixture import write_fixture_artifact
 from audiopd.model.voice import save_voice
+from audiopd.serve.app import make_server, run_server
 
 
 @pytest.fixture
@@ -30,18 +33,15 @@ def artifacts(tmp_path, monkeypatch) -> dict[str, str]:
     return env
 
 
-def _ignore_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 @pytest.mark.parametrize("sig, inherited_ignore", [(signal.SIGINT, False), (signal.SIGTERM, False),
                                                    (signal.SIGINT, True)])
 def test_serve_prints_its_url_answers_and_stops_cleanly(artifacts, sig, inherited_ignore) -> None:
     """Ctrl-C and SIGTERM stop the server cleanly, also when started from a job that ignores SIGINT."""
     env = {**os.environ, **artifacts, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "audiopd.cli", "serve", "--port", "0", "--voice", "bob",
-                             "--threads", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            preexec_fn=_ignore_sigint if inherited_ignore else None)
+    cmd = [sys.executable, "-m", "audiopd.cli", "serve", "--port", "0", "--voice", "bob", "--threads", "1"]
+    if inherited_ignore:  # what a shell does to a background job: SIGINT ignored, and exec keeps it so
+        cmd = ["sh", "-c", 'trap "" INT; exec "$0" "$@"', *cmd]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         line = proc.stdout.readline()  # blocks until the voice is loaded and the socket bound
         assert "serving at http://127.0.0.1:" in line, (line, proc.poll())
@@ -58,6 +58,25 @@ def test_serve_prints_its_url_answers_and_stops_cleanly(artifacts, sig, inherite
     assert proc.returncode == 0, err
     assert "shutting down" in out and "Traceback" not in err
     assert "GET /health" in err  # the access log
+
+
+def test_signal_handlers_are_in_place_when_the_ready_line_is_printed(synth) -> None:
+    """The "serving at" line means ready: a service manager's SIGTERM sent at once must already shut down cleanly."""
+    server = make_server(synth, "127.0.0.1", 0)
+    seen: dict[str, object] = {}
+
+    class Out(io.StringIO):
+        def write(self, text: str) -> int:
+            if "serving at" in text:
+                seen["sigterm"] = signal.getsignal(signal.SIGTERM)
+                threading.Thread(target=server.shutdown, daemon=True).start()  # ends serve_forever
+            return super().write(text)
+
+    before = signal.getsignal(signal.SIGTERM)
+    assert run_server(server, out=Out()) == 0
+    handler = seen["sigterm"]
+    assert callable(handler) and handler not in (signal.SIG_DFL, signal.SIG_IGN, before), handler
+    assert signal.getsignal(signal.SIGTERM) == before  # restored on the way out
 
 
 @pytest.mark.parametrize("argv, needle", [
