@@ -111,13 +111,13 @@ def write_codec_artifact(directory: Path, cfg: WorldCodecConfig, codebooks: np.n
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     old = directory / "README.md"
-    readme = merge_readme(readme, old.read_text() if old.is_file() else None)
+    readme = merge_readme(readme, old.read_text(encoding="utf-8") if old.is_file() else None)
     save_file(
         {"codebooks": np.ascontiguousarray(codebooks, dtype=np.float32)},
         str(directory / cfg.codebooks_file),
         metadata={"format_version": str(cfg.format_version), "codec": cfg.name},
     )
     (directory / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
-    (directory / "README.md").write_text(readme)
+    (directory / "README.md").write_text(readme, encoding="utf-8")
     write_checksums(directory)
     return directory
