@@ -148,7 +148,6 @@ def test_smoothing_removes_frame_jitter_and_keeps_level(small_codec: WorldCodec)
     np.testing.assert_array_equal(boxed.f0, plain.f0)  # level 0 (pitch) is never smoothed
 
 
-
 def test_token_fingerprint_follows_what_decoding_uses(small_codec: WorldCodec) -> None:
     import dataclasses
 
