@@ -27,7 +27,7 @@ from audiopd.checker.config import CheckerConfig
 from audiopd.checker.signal import Finding
 from audiopd.checker.sphinx import SAMPLE_RATE, align, recognize_words, to_sphinx_pcm
 from audiopd.errors import AudioInputError, NothingToSpeakError
-from audiopd.eval.wer import text_to_words
+from audiopd.text.wer import text_to_words
 
 
 @dataclass(frozen=True)

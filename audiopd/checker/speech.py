@@ -19,7 +19,7 @@ import numpy as np
 from audiopd.checker.config import CheckerConfig
 from audiopd.checker.signal import FRAME_S, Finding, Frames
 from audiopd.checker.sphinx import WordAlignment
-from audiopd.eval.wer import edit_ops
+from audiopd.text.wer import edit_ops
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,6 @@ import numpy as np
 
 from audiopd.artifacts import require_format_version
 from audiopd.codec.base import Codec
-from audiopd.codec.registry import register
 from audiopd.config import from_dict
 from audiopd.errors import ArtifactError
 
@@ -195,8 +194,8 @@ class EncodecCodec(Codec):
         return audio[:, 0, :].cpu().numpy()
 
 
-@register("encodec")
-def _load(directory: Path, cfg: dict) -> Codec:
+def load_artifact(directory: Path, cfg: dict) -> Codec:
+    """The registry's entry for kind ``encodec`` (``audiopd.codec.registry``)."""
     where = str(directory / "config.yaml")
     config = from_dict(EncodecConfig, cfg, where=where)
     require_format_version(config.format_version, FORMAT_VERSION, what="EnCodec codec", where=where)

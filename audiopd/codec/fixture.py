@@ -33,7 +33,6 @@ import yaml
 
 from audiopd.artifacts import require_format_version, write_checksums
 from audiopd.codec.base import Codec
-from audiopd.codec.registry import register
 from audiopd.config import from_dict, to_dict
 from audiopd.errors import ArtifactError, AudioInputError
 
@@ -219,8 +218,8 @@ def write_fixture_artifact(directory: str | Path, **config: Any) -> Path:
     return directory
 
 
-@register("fixture")
-def _load(directory: Path, cfg: dict) -> Codec:
+def load_artifact(directory: Path, cfg: dict) -> Codec:
+    """The registry's entry for kind ``fixture`` (``audiopd.codec.registry``)."""
     where = str(directory / "config.yaml")
     config = from_dict(FixtureConfig, cfg, where=where)
     require_format_version(config.format_version, FORMAT_VERSION, what="fixture codec", where=where)

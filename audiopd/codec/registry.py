@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,28 +14,36 @@ from audiopd.errors import ArtifactError
 
 DEFAULT_CODEC = "world16k"
 
-# kind -> factory(artifact_dir, config_dict) -> Codec. Adapters register lazily so that importing
-# audiopd never imports optional backends (EnCodec needs torchaudio).
-_FACTORIES: dict[str, Callable[[Path, dict], Codec]] = {}
+Factory = Callable[[Path, dict], Codec]
+
+# The built-in adapters, by kind: each module defines ``load_artifact(directory, config) -> Codec``. Imported only
+# when an artifact names its kind, so importing audiopd never imports an optional backend (EnCodec needs
+# torchaudio), and the adapters need not import this registry.
+_BUILTIN: dict[str, str] = {
+    "world": "audiopd.codec.world",
+    "encodec": "audiopd.codec.encodec_adapter",
+    "fixture": "audiopd.codec.fixture",
+}
+# Kinds added by other packages through ``register``.
+_REGISTERED: dict[str, Factory] = {}
 
 
-def register(kind: str) -> Callable[[Callable[[Path, dict], Codec]], Callable[[Path, dict], Codec]]:
-    def deco(fn: Callable[[Path, dict], Codec]) -> Callable[[Path, dict], Codec]:
-        _FACTORIES[kind] = fn
+def register(kind: str) -> Callable[[Factory], Factory]:
+    """Decorator for a third-party adapter: ``@register("mykind") def load(directory, config) -> Codec``."""
+    if kind in _BUILTIN:
+        raise ValueError(f"codec kind {kind!r} is built in")
+
+    def deco(fn: Factory) -> Factory:
+        _REGISTERED[kind] = fn
         return fn
 
     return deco
 
 
-def _ensure_builtin(kind: str) -> None:
-    if kind in _FACTORIES:
-        return
-    if kind == "world":
-        import audiopd.codec.world  # noqa: F401  (registers "world")
-    elif kind == "encodec":
-        import audiopd.codec.encodec_adapter  # noqa: F401  (registers "encodec")
-    elif kind == "fixture":
-        import audiopd.codec.fixture  # noqa: F401
+def _factory(kind: object) -> Factory | None:
+    if isinstance(kind, str) and kind in _BUILTIN:
+        return importlib.import_module(_BUILTIN[kind]).load_artifact
+    return _REGISTERED.get(kind) if isinstance(kind, str) else None
 
 
 def load_codec(name: str = DEFAULT_CODEC) -> Codec:
@@ -47,11 +56,12 @@ def load_codec(name: str = DEFAULT_CODEC) -> Codec:
     if not isinstance(cfg, dict) or "kind" not in cfg:
         raise ArtifactError(f"{directory}/config.yaml has no 'kind'")
     kind = cfg["kind"]
-    _ensure_builtin(kind)
-    if kind not in _FACTORIES:
-        raise ArtifactError(f"{directory}: unknown codec kind {kind!r} (known: {', '.join(sorted(_FACTORIES))})")
+    factory = _factory(kind)
+    if factory is None:
+        known = ", ".join(sorted({*_BUILTIN, *_REGISTERED}))
+        raise ArtifactError(f"{directory}: unknown codec kind {kind!r} (known: {known})")
     artifacts.verify_checksums(directory)
-    return _FACTORIES[kind](directory, cfg)
+    return factory(directory, cfg)
 
 
 def available_codecs() -> list[str]:

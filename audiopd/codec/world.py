@@ -27,7 +27,6 @@ import numpy as np
 
 from audiopd.artifacts import require_format_version
 from audiopd.codec.base import Codec
-from audiopd.codec.registry import register
 from audiopd.config import from_dict
 from audiopd.errors import ArtifactError
 
@@ -304,8 +303,8 @@ def codec_from_dir(directory: Path, cfg_dict: dict) -> WorldCodec:
     return WorldCodec(cfg, tensors["codebooks"])
 
 
-@register("world")
-def _factory(directory: Path, cfg_dict: dict) -> WorldCodec:
+def load_artifact(directory: Path, cfg_dict: dict) -> WorldCodec:
+    """The registry's entry for kind ``world`` (``audiopd.codec.registry``)."""
     return codec_from_dir(directory, cfg_dict)
 
 

@@ -1,7 +1,6 @@
 """Speed benchmark of a voice: parallel vs serial decoding, side by side, at batch 1 and 8, 1 to 20 s.
 
     audiopd bench [--voice V] [--lengths 1,2,5,10,20] [--batch 1,8] [--repeats 3] [--auto] [--json OUT]
-    python -m audiopd.eval.bench ...   (the same command)
 
 Texts: sentences written for this benchmark (``BENCH_SENTENCES``; held-out style: plain English, no
 digits or abbreviations, in no corpus), concatenated from a different start sentence per batch item
@@ -368,7 +367,7 @@ def _csv_of(kind: type, what: str) -> Callable[[str], tuple]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The bench options (shared by ``audiopd bench`` and ``python -m audiopd.eval.bench``; torch-free)."""
+    """The options of ``audiopd bench`` (torch-free, so ``--help`` stays light)."""
     p.add_argument("--voice", default=None, help="voice artifact name or directory (default: default), a "
                    "speaker of the default voice, or VOICE:SPEAKER")
     p.add_argument("--lengths", type=_csv_of(float, "--lengths"), default=BenchConfig.lengths, metavar="S,S,...",
@@ -410,13 +409,3 @@ def run_command(tts, speaker: str | None, args: argparse.Namespace) -> int:
         write_text_atomic(args.json, json.dumps(report, indent=1) + "\n")
     return 0
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m audiopd.eval.bench``: the same command as ``audiopd bench``."""
-    from audiopd.cli import main as cli_main
-
-    return cli_main(["bench", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -18,7 +18,7 @@ repetition and confidence checks and widen the pause limit to the longest predic
 
 A young voice is not as intelligible as its teachers, so a "false alarm" on its output may be
 a true one. Each clean voice clip therefore also gets an *outside* judgement: PocketSphinx free
-recognition (``audiopd.checker.sphinx.recognize``) scored against the text (``audiopd.eval.wer``).
+recognition (``audiopd.checker.sphinx.recognize``) scored against the text (``audiopd.text.wer``).
 Clips with outside WER <= 0.5 count as intelligible; the report gives false alarms on those and
 on all clean clips, and "broken passed": clips with outside WER > 0.5 that the checker passed
 (``outside_summary``). The recogniser is the one the checker's own ASR check uses, so with
@@ -51,7 +51,7 @@ from audiopd.eval.bench_clips import (
     render,
     voice_clips,
 )
-from audiopd.eval.wer import BROKEN_WER
+from audiopd.text.wer import BROKEN_WER
 
 __all__ = ["FORTUNE_DIR", "VOICES", "Clip", "clips", "load_sentences", "main", "outside_summary", "render",
            "run_bench"]
@@ -75,7 +75,7 @@ def _table(rows: dict[str, dict], checks: list[str]) -> str:
 
 def outside_judgement(text: str, audio: Any, sample_rate: int, recognizer: Recognizer) -> dict[str, Any]:
     """Free recognition of a clean clip scored against its text: hypothesis, edits, reference words, WER."""
-    from audiopd.eval.wer import text_to_words, word_errors
+    from audiopd.text.wer import text_to_words, word_errors
 
     ref = text_to_words(text)
     hyp = text_to_words(recognizer(audio, sample_rate))

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from audiopd.eval.wer import BROKEN_WER
+from audiopd.text.wer import BROKEN_WER
 
 # CheckerConfig field -> the metric (and check name) it bounds.
 THRESHOLDS: dict[str, str] = {

@@ -47,7 +47,7 @@ class RoundTripStats:
     audio_seconds: float = 0.0
 
     def summary(self) -> dict:
-        from audiopd.eval.wer import wer
+        from audiopd.text.wer import wer
 
         cents = np.abs(np.concatenate(self.f0_cents)) if self.f0_cents else np.zeros(0)
         token = np.abs(np.concatenate(self.f0_token_cents)) if self.f0_token_cents else np.zeros(0)
@@ -126,7 +126,7 @@ def evaluate(
     error (``f0_token_mean_abs_cents``).
     """
     from audiopd.checker.sphinx import recognize
-    from audiopd.eval.wer import text_to_words
+    from audiopd.text.wer import text_to_words
 
     sr = codec.sample_rate
     orig_refs, orig_hyps = [], []
@@ -166,7 +166,7 @@ def evaluate(
                 p = pesq_wb(audio, y, sr)
                 if p is not None:
                     st.pesq.append(p)
-    from audiopd.eval.wer import wer
+    from audiopd.text.wer import wer
 
     original = {"levels": "original", "wer": round(100 * wer(orig_refs, orig_hyps), 2)}
     return original, [st.summary() for st in stats.values()]

@@ -18,7 +18,7 @@ the WER that one stage of the voice costs:
 
 The model is called directly (``audiopd.decoding``), with the facade's decoder configs
 (``SynthesisConfig``: the shipped K and fine passes) and one seed. Recognition is pocketsphinx
-(``audiopd.checker.sphinx.recognize``), WER corpus-level (``audiopd.eval.wer``), as in tts_eval.
+(``audiopd.checker.sphinx.recognize``), WER corpus-level (``audiopd.text.wer``), as in tts_eval.
 The utterances are the first ``n`` of each speaker in shard order (ids are hashes: an unbiased draw).
 """
 
@@ -83,7 +83,7 @@ def evaluate(tts, data: str | Path, *, n: int = 40, speakers: Sequence[str] | No
              log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """WER per speaker and system (see the module doc); returns a JSON-able report."""
     from audiopd.audio import read_audio
-    from audiopd.eval.wer import text_to_words, wer
+    from audiopd.text.wer import text_to_words, wer
     from audiopd.train.shards import Shard, find_shards
 
     if recognizer is None:

@@ -10,7 +10,7 @@ For every speaker of the voice the same ``N`` sentences of the corpus's held-out
 synthesising the sentence in each requested mode (checker off for ``parallel``/``serial``, so the
 figures measure the decoder, not the ladder). The teacher's WER is the floor the ASR itself sets on
 this text (pocketsphinx is far from perfect on flite speech), so the *gap* to the teacher is the
-figure that says what the voice loses. WER is corpus-level (``audiopd.eval.wer``).
+figure that says what the voice loses. WER is corpus-level (``audiopd.text.wer``).
 
 Sentences are drawn with ``random.Random(seed)`` from the test ids that every evaluated corpus speaker
 has, so every speaker and mode speaks the same sentences and a rerun picks the same ones. Synthesis
@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from audiopd.errors import AudiopdError
-from audiopd.eval.wer import BROKEN_WER
+from audiopd.text.wer import BROKEN_WER
 from audiopd.render.join import JoinConfig
 
 EVAL_MODES = ("parallel", "serial", "auto")
@@ -168,7 +168,7 @@ class _Tally:
     audio_s: float = 0.0
 
     def row(self, speaker: str, system: str, teacher_wer: float | None) -> dict[str, Any]:
-        from audiopd.eval.wer import wer
+        from audiopd.text.wer import wer
 
         w = round(100.0 * wer(self.refs, self.hyps), 2) if self.refs else None
         synth = system != TEACHER
@@ -198,7 +198,7 @@ def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("par
     per frame). ``join`` > 1 evaluates passages of that many of the ``n`` sentences (``join_sentences``).
     """
     from audiopd.audio import write_audio
-    from audiopd.eval.wer import text_to_words, word_errors
+    from audiopd.text.wer import text_to_words, word_errors
 
     if recognizer is None:
         from audiopd.checker.sphinx import recognize as recognizer

@@ -155,7 +155,7 @@ def test_checker_hears_exactly_what_recognize_hears(speech: tuple[np.ndarray, in
     # Auto mode's promise (no output that recognition finds broken is delivered as passed) needs the
     # checker's recognition of a clip to equal a plain recognize() of the same audio.
     from audiopd.checker import CheckerConfig, score
-    from audiopd.eval.wer import text_to_words, wer
+    from audiopd.text.wer import text_to_words, wer
 
     audio, rate = speech
     rng = np.random.default_rng(1)

@@ -189,3 +189,31 @@ def test_edited_artifact_fails_its_checksum(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("AUDIOPD_CODECS_PATH", str(tmp_path))
     with pytest.raises(ArtifactError, match="checksum mismatch"):
         load_codec("edited")
+
+
+def test_codec_kinds_third_party_and_unknown(tmp_path, monkeypatch) -> None:
+    """An artifact's ``kind`` picks its adapter: the built-in ones by name, others through ``register``."""
+    import yaml
+
+    from audiopd.artifacts import write_checksums
+    from audiopd.codec import register, registry
+
+    d = write_fixture_artifact(tmp_path / "other")
+    cfg = yaml.safe_load((d / "config.yaml").read_text())
+    (d / "config.yaml").write_text(yaml.safe_dump({**cfg, "kind": "mykind"}))
+    write_checksums(d)
+    monkeypatch.setenv("AUDIOPD_CODECS_PATH", str(tmp_path))
+    with pytest.raises(ArtifactError, match=r"unknown codec kind 'mykind' \(known: encodec, fixture, world\)"):
+        load_codec("other")
+
+    seen: list[dict] = []
+    monkeypatch.setattr(registry, "_REGISTERED", {})
+
+    @register("mykind")
+    def _load(directory, config: dict) -> Codec:
+        seen.append(config)
+        return make_fixture_codec()
+
+    assert isinstance(load_codec("other"), Codec) and seen[0]["kind"] == "mykind"
+    with pytest.raises(ValueError, match="codec kind 'world' is built in"):
+        register("world")

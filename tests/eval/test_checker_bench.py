@@ -23,7 +23,7 @@ from audiopd.artifacts import write_checksums
 from audiopd.checker import CheckerConfig
 from audiopd.eval.bench_clips import FORTUNE_DIR, voice_clips
 from audiopd.eval.checker_bench import main, outside_summary, run_bench
-from audiopd.eval.wer import text_to_words
+from audiopd.text.wer import text_to_words
 
 LONG = ["Please call me tomorrow morning about the garden.", "It was a very good year for the small farmers.",
         "Nobody knows where the old road used to go.", "A quiet dog is better than a loud cat.",

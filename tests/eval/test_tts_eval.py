@@ -28,7 +28,7 @@ from audiopd.eval.tts_eval import (
     markdown_table,
     select_sentences,
 )
-from audiopd.eval.wer import text_to_words
+from audiopd.text.wer import text_to_words
 from audiopd.text import phonemize
 
 SENTENCES = {"t001": "Please call me tomorrow morning.", "t002": "It was a very good year."}

@@ -1,9 +1,8 @@
 """Word error rate: Levenshtein edits between reference and hypothesis word lists.
 
 Normalisation (applied by ``normalize_words``): lower case, punctuation stripped (apostrophes
-inside words kept, so "don't" stays one word). Text is turned into reference words with
-``audiopd.text.spoken_words`` when that module is available, so numbers and abbreviations are
-compared as they are spoken ("12" -> "twelve"); otherwise a plain lower/strip split is used.
+inside words kept, so "don't" stays one word). Text becomes reference words through the frontend's
+``spoken_words``, so numbers and abbreviations are compared as they are spoken ("12" -> "twelve").
 WER is corpus-level (total edits / total reference words), the usual definition, so long
 utterances weigh more than short ones.
 """
@@ -12,6 +11,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+
+from audiopd.text.frontend import spoken_words
 
 _NON_WORD = re.compile(r"[^\w']+", re.UNICODE)
 
@@ -28,14 +29,8 @@ def normalize_words(words: Sequence[str]) -> list[str]:
 
 
 def text_to_words(text: str) -> list[str]:
-    """Reference words for ``text``: ``audiopd.text.spoken_words`` if present, else a simple split."""
-    try:
-        from audiopd.text import spoken_words  # type: ignore[attr-defined]
-    except ImportError:
-        spoken_words = None
-    if spoken_words is not None:
-        return normalize_words(list(spoken_words(text)))
-    return normalize_words(text.split())
+    """Reference words for ``text``, as the frontend speaks them (numbers and abbreviations expanded)."""
+    return normalize_words(list(spoken_words(text)))
 
 
 def edit_ops(ref: Sequence[str], hyp: Sequence[str]) -> list[tuple[str, int, int]]:

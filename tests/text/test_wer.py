@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from audiopd.eval.wer import edit_ops, normalize_words, text_to_words, wer, word_errors
+from audiopd.text.wer import edit_ops, normalize_words, text_to_words, wer, word_errors
 
 
 @pytest.mark.parametrize(
