@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from audiopd.checker import signal as sig
-from audiopd.checker import speech, tokens as tok
+from audiopd.checker import speech
+from audiopd.checker import tokens as tok
 from audiopd.checker.config import CheckerConfig
 from audiopd.checker.signal import Finding
 from audiopd.checker.sphinx import SAMPLE_RATE, align, recognize_words, to_sphinx_pcm

@@ -42,8 +42,8 @@ from typing import Any
 import numpy as np
 
 from audiopd.errors import AudiopdError
-from audiopd.text.wer import BROKEN_WER
 from audiopd.render.join import JoinConfig
+from audiopd.text.wer import BROKEN_WER
 
 EVAL_MODES = ("parallel", "serial", "auto")
 TEACHER = "teacher"

@@ -28,8 +28,8 @@ from audiopd.eval.tts_eval import (
     markdown_table,
     select_sentences,
 )
-from audiopd.text.wer import text_to_words
 from audiopd.text import phonemize
+from audiopd.text.wer import text_to_words
 
 SENTENCES = {"t001": "Please call me tomorrow morning.", "t002": "It was a very good year."}
 SPEAKERS = ("slt", "rms")
