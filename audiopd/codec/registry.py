@@ -41,9 +41,11 @@ def register(kind: str) -> Callable[[Factory], Factory]:
 
 
 def _factory(kind: object) -> Factory | None:
-    if isinstance(kind, str) and kind in _BUILTIN:
+    if not isinstance(kind, str):
+        return None
+    if kind in _BUILTIN:
         return importlib.import_module(_BUILTIN[kind]).load_artifact
-    return _REGISTERED.get(kind) if isinstance(kind, str) else None
+    return _REGISTERED.get(kind)
 
 
 def load_codec(name: str = DEFAULT_CODEC) -> Codec:
