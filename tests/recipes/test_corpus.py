@@ -140,10 +140,19 @@ def test_variant_pronunciation_is_counted_and_time_spread() -> None:
 
 
 def test_durations_fit_the_audio_length() -> None:
-    over = [(p, s * 1.05, e * 1.05) for p, s, e in HELLO_FLITE]   # kal16-style overshoot
+    over = [(p, s * 1.05, e * 1.05) for p, s, e in HELLO_FLITE]   # larger than the final pause: scaled
     assert sum(durations.token_durations(HELLO_TOKENS, over, 1.6).durations_s) == pytest.approx(1.6, abs=1e-4)
     short = durations.token_durations(HELLO_TOKENS, HELLO_FLITE, 1.75)  # audio longer than flite's last end
     assert short.durations_s[-1] == pytest.approx(0.35) and sum(short.durations_s) == pytest.approx(1.75)
+
+
+def test_kal16_overshoot_is_cut_from_the_final_pause() -> None:
+    # kal16: flite reports its final pause ~0.12 s past the waveform's end; the phones keep flite's times.
+    result = durations.token_durations(HELLO_TOKENS, HELLO_FLITE, 1.48)
+    exact = durations.token_durations(HELLO_TOKENS, HELLO_FLITE, 1.6).durations_s
+    assert result.durations_s[:-1] == exact[:-1]
+    assert result.durations_s[-1] == pytest.approx(0.08)
+    assert sum(result.durations_s) == pytest.approx(1.48)
 
 
 def test_alignment_rejects_empty_inputs() -> None:
