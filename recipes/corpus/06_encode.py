@@ -28,14 +28,28 @@ def frames_per_token(durations_s: list[float], frame_rate: float, num_frames: in
     return np.diff(np.concatenate([[0], ends])).astype(np.int64)
 
 
+def read_ids(path: str | Path) -> set[str]:
+    """Sentence ids, one a line; blank lines and '#' comments are ignored."""
+    ids = {line.split("#", 1)[0].strip() for line in Path(path).read_text().splitlines()}
+    ids.discard("")
+    if not ids:
+        raise SystemExit(f"{path}: no sentence ids")
+    return ids
+
+
 def main(argv: list[str] | None = None) -> int:
     def extra(p):
         p.add_argument("--codec", default="world16k")
         p.add_argument("--per-shard", type=int, default=2000, help="utterances per shard")
+        p.add_argument("--train-sentences", default=None,
+                       help="file of train sentence ids (one a line): encode only these, for every voice, and the "
+                            "test split (a fine-tuning subset, e.g. recipes/voice/conf/durfix_sentences.txt)")
+        p.add_argument("--out", default=None, help="shard directory (default: DATA/tokens/<codec>)")
 
     args = cc.stage_args(__doc__.splitlines()[0], argv, extra)
     stage = f"{STAGE}-{args.codec}"
-    if cc.is_done(args.data, stage) and not args.force:
+    subset = read_ids(args.train_sentences) if args.train_sentences else None
+    if subset is None and cc.is_done(args.data, stage) and not args.force:
         print(f"stage {stage} already done")
         return 0
     feats_mod = __import__("04_features")
@@ -50,13 +64,18 @@ def main(argv: list[str] | None = None) -> int:
     meta = ShardMeta(codec=codec.name, sample_rate=codec.sample_rate, frame_rate=codec.frame_rate,
                      num_codebooks=codec.num_codebooks, cardinality=codec.cardinality,
                      inventory_version=str(INVENTORY_VERSION), voices=tuple(voices))
-    out_dir = Path(args.data) / "tokens" / args.codec
+    out_dir = Path(args.out) if args.out else Path(args.data) / "tokens" / args.codec
     by_split: dict[str, list] = {}
     skipped = 0
     for r in cc.read_jsonl(cc.corpus_dir(args.data) / "manifest.jsonl"):
+        if subset is not None and r["split"] == "train" and r["id"] not in subset:
+            continue
         fpath = feats_mod.feature_path(args.data, args.codec, r["voice"], r["id"])
         d = durations.get((r["voice"], r["id"]))
         if d is None or not fpath.is_file():
+            if subset is not None and r["split"] == "train":
+                raise SystemExit(f"{r['voice']}/{r['id']} of --train-sentences has no features or durations: "
+                                 "run stages 03 and 04 for it first")
             skipped += 1
             continue
         codes = codec.encode_features(feats_mod.load_features(fpath))
@@ -70,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         for n, s in enumerate(range(0, len(utts), args.per_shard)):
             write_shard(out_dir / f"{split}-{n:03d}.safetensors", utts[s : s + args.per_shard], meta)
         counts[split] = {"utterances": len(utts), "frames": int(sum(u.num_frames for u in utts))}
-    cc.mark_done(args.data, stage, {"splits": counts, "skipped": skipped, "seconds": timer.seconds})
+    if subset is None:  # a subset is cheap to redo and must not pass for the whole corpus's shards
+        cc.mark_done(args.data, stage, {"splits": counts, "skipped": skipped, "seconds": timer.seconds})
     print(f"shards in {out_dir}: {counts}, skipped {skipped}, {timer.seconds} s")
     return 0
 

@@ -27,6 +27,7 @@ def _load(filename: str, name: str):
 sentences = _load("01_sentences.py", "corpus_stage01")
 render = _load("02_render.py", "corpus_stage02")
 durations = _load("03_durations.py", "corpus_stage03")
+encode = _load("06_encode.py", "corpus_stage06")
 
 
 @pytest.mark.parametrize("raw, expected", [
@@ -162,6 +163,17 @@ def test_alignment_rejects_empty_inputs() -> None:
         durations.token_durations(HELLO_TOKENS, [], 1.6)
 
 
+def test_encode_frames_per_token_and_sentence_list(tmp_path: Path) -> None:
+    frames = encode.frames_per_token([0.104, 0.051, 0.2, 0.145], 100.0, 50)
+    assert frames.tolist() == [10, 6, 20, 14] and frames.sum() == 50    # cumulative rounding, never drifting
+    ids = tmp_path / "ids.txt"
+    ids.write_text("# fine-tuning subset\ns0001  # first\n\ns0002\n")
+    assert encode.read_ids(ids) == {"s0001", "s0002"}
+    ids.write_text("# nothing\n")
+    with pytest.raises(SystemExit, match="no sentence ids"):
+        encode.read_ids(ids)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("flite") is None, reason="flite is not installed")
 def test_render_two_sentences_end_to_end(tmp_path: Path) -> None:
@@ -194,3 +206,7 @@ def test_render_two_sentences_end_to_end(tmp_path: Path) -> None:
     for row, man in zip(rows, manifest):
         assert sum(row["durations_s"]) == pytest.approx(man["seconds"], abs=1e-3)
         assert row["match_rate"] > 0.8
+        # Speech keeps flite's times: the last word ends where flite says, whatever the waveform lacks at the end.
+        phones = render.cc.read_phones(data / man["phones"])
+        last_phone_end = max(e for p, _, e in phones if p != "pau")
+        assert sum(row["durations_s"][:-1]) == pytest.approx(last_phone_end, abs=2e-3)
