@@ -67,7 +67,13 @@ def main(argv: list[str] | None = None) -> int:
     out_dir = Path(args.out) if args.out else Path(args.data) / "tokens" / args.codec
     by_split: dict[str, list] = {}
     skipped = 0
-    for r in cc.read_jsonl(cc.corpus_dir(args.data) / "manifest.jsonl"):
+    manifest = list(cc.read_jsonl(cc.corpus_dir(args.data) / "manifest.jsonl"))
+    if subset is not None:
+        unknown = subset - {r["id"] for r in manifest if r["split"] == "train"}
+        if unknown:
+            raise SystemExit(f"{len(unknown)} id(s) of --train-sentences are not train sentences of the corpus, "
+                             f"e.g. {sorted(unknown)[0]}")
+    for r in manifest:
         if subset is not None and r["split"] == "train" and r["id"] not in subset:
             continue
         fpath = feats_mod.feature_path(args.data, args.codec, r["voice"], r["id"])
