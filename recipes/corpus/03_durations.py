@@ -195,16 +195,13 @@ def _fit_to_audio(phones: Sequence[tuple[str, float, float]], audio_seconds: flo
     3 % of its time, ~95 ms at the end of a 4 s sentence, so the phonemes that conditioned its last
     words sat a phoneme or so ahead of the audio they were trained to produce.
     """
-    last = phones[-1][2]
-    over = last - audio_seconds
-    if over <= 0 or last <= 0:
-        return [max(0.0, e - s) for _, s, e in phones]
     trailing = 0.0
     for p, s, e in reversed(phones):
         if p != "pau":
             break
         trailing += e - s
-    if over <= trailing:
+    last = phones[-1][2]
+    if last - audio_seconds <= trailing:  # also no overshoot at all: clipping at the audio's end changes nothing
         return [max(0.0, min(e, audio_seconds) - min(s, audio_seconds)) for _, s, e in phones]
     scale = audio_seconds / last
     return [max(0.0, (e - s) * scale) for _, s, e in phones]
