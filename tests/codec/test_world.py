@@ -40,7 +40,7 @@ def test_prosody_tokens_round_trip_within_half_a_bin() -> None:
 
 
 def test_full_aperiodicity_interpolates_each_frame_between_band_centres() -> None:
-    # The matrix form must equal per-frame np.interp in dB (flat beyond the outer centres), capped at 0 dB.
+    # The two-tap form must equal per-frame np.interp in dB (flat beyond the outer centres), capped at 0 dB.
     cfg = WorldCodecConfig(name="t")
     rng = np.random.default_rng(1)
     ap_db = rng.uniform(-45.0, 6.0, size=(37, len(cfg.ap_band_edges_hz) - 1))
