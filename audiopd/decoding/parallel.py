@@ -95,15 +95,18 @@ def decode_level0(model, cond: FrameCondition, codes: Tensor, region: Tensor, cf
     for k in range(1, k_max + 1):
         if not bool(still.any()):
             break
-        logits = model.masked(inp, cond, [0], cfg.attention_window)[:, 0]  # [B, T, C]
         stats.forward_passes += 1
         steps += 1
         # Anneal down only: temperature 0 (greedy) stays greedy whatever final_temperature says.
         t0 = cfg.sampling.temperature
         temp = annealed_temperature(k, k_max, t0, min(t0, cfg.final_temperature))
-        # Sample only the still-masked rows: filtering (top-p sorts 1024-way rows) and drawing are the
-        # costliest non-network work per step, and late steps have few masked rows left.
-        rows = logits[still]  # [N, C]
+        # The level-0 head ([D x C] per frame) and the sampling run on the still-masked rows only: late
+        # steps have few left, and nothing reads the logits of committed frames (the convergence check
+        # compares predictions on still-masked frames). With re-masking a committed frame may be masked
+        # again and compared with its anchor prediction, so then every frame of the region gets logits.
+        scored = region if cfg.remask else still
+        row_logits = model.masked(inp, cond, [0], cfg.attention_window, frames=scored)[:, 0]  # [M, C]
+        rows = row_logits if not cfg.remask else row_logits[still[scored]]  # [N, C]
         history = None
         if cfg.sampling.ras_window > 0:
             history = _history(inp[:, 0], ~still & cond.frame_mask, cfg.sampling.ras_window)[still]
@@ -125,7 +128,7 @@ def decode_level0(model, cond: FrameCondition, codes: Tensor, region: Tensor, cf
             # Confident tokens are committed now: masked count never exceeds the low-confidence count.
             target = torch.minimum(target, low.sum(-1))
             frac = ((still | low) & region).sum(-1).float() / n.clamp(min=1)
-            argmax = logits.argmax(-1)
+            argmax = torch.full_like(inp[:, 0], -1).masked_scatter(scored, row_logits.argmax(-1))
             done = 1.0 - still.sum(-1).float() / n.clamp(min=1)  # committed fraction before this step
             if anchor_argmax is None or anchor_frac is None:
                 anchor_argmax, anchor_frac, anchor_done = argmax, frac, done

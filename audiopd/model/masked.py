@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from audiopd.model.config import ModelConfig
@@ -56,20 +57,35 @@ class MaskedCodecTransformer(nn.Module):
 
     def level_logits(self, h: Tensor, levels: Sequence[int]) -> Tensor:
         """Hidden [B, T, D] -> logits [B, len(levels), T, C] for the requested heads only."""
-        idx = torch.as_tensor(list(levels), dtype=torch.long, device=h.device)
-        w = self.head_weight.index_select(0, idx)  # [n, C, D]
-        bias = self.head_bias.index_select(0, idx)  # [n, C]
-        return torch.einsum("btd,ncd->bntc", h, w) + bias[None, :, None, :]
+        levels = list(levels)
+        n, c = len(levels), self.cardinality
+        if levels == list(range(levels[0], levels[0] + n)):  # consecutive levels (every decoder's case): a view
+            w, bias = self.head_weight[levels[0] : levels[0] + n], self.head_bias[levels[0] : levels[0] + n]
+        else:
+            idx = torch.as_tensor(levels, dtype=torch.long, device=h.device)
+            w, bias = self.head_weight.index_select(0, idx), self.head_bias.index_select(0, idx)
+        # One GEMM with the bias fused (addmm) over all requested heads; measured faster on CPU than an
+        # einsum followed by a separate bias add over [B, n, T, C].
+        out = F.linear(h, w.reshape(n * c, -1), bias.reshape(n * c))  # [B, T, n * C]
+        return out.view(*h.shape[:-1], n, c).transpose(-3, -2)
 
     def item_logits(self, h: Tensor, levels: Tensor) -> Tensor:
         """Per-item head: hidden [B, T, D], levels [B] -> logits [B, T, C] (training: one level per item)."""
         w = self.head_weight.index_select(0, levels)  # [B, C, D]
         return torch.einsum("btd,bcd->btc", h, w) + self.head_bias.index_select(0, levels)[:, None, :]
 
-    def forward(self, codes: Tensor, cond: FrameCondition, levels: Sequence[int], window: int = 0) -> Tensor:
-        """One decoding pass: logits [B, len(levels), T, C]; the target level is the coarsest requested."""
+    def forward(self, codes: Tensor, cond: FrameCondition, levels: Sequence[int], window: int = 0,
+                frames: Tensor | None = None) -> Tensor:
+        """One decoding pass: logits [B, len(levels), T, C]; the target level is the coarsest requested.
+
+        ``frames`` [B, T] bool: the heads run on those frames only, and the result is their logits
+        [N, len(levels), C] in the mask's row-major order (the full result's ``.transpose(1, 2)[frames]``).
+        A head is [D x C] per frame, so an iterative decoder that needs a few frames' logits skips the rest.
+        """
         h = self.hidden(codes, cond, min(levels), window)
-        return self.level_logits(h, levels)
+        if frames is None:
+            return self.level_logits(h, levels)
+        return self.level_logits(h[frames][None], levels)[0].transpose(0, 1)
 
 
 @dataclass

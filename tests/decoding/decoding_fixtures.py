@@ -51,7 +51,8 @@ class OracleModel:
     def target(self, t: int) -> Tensor:
         return torch.stack([(7 * torch.arange(t) + 3 * q) % CARD for q in range(Q)])  # [Q, T]
 
-    def masked(self, codes: Tensor, cond: FrameCondition, levels: list[int], window: int = 0) -> Tensor:
+    def masked(self, codes: Tensor, cond: FrameCondition, levels: list[int], window: int = 0,
+               frames: Tensor | None = None) -> Tensor:
         self.calls += 1
         self.windows.append(window)
         b, _, t = codes.shape
@@ -60,7 +61,8 @@ class OracleModel:
         logits.scatter_(-1, tgt[None, :, :, None].expand(b, -1, -1, 1), self.sharpness)
         # Context dependence: the fraction of known level-0 tokens sharpens predictions.
         known = (codes[:, 0] != CARD).float().mean(-1)[:, None, None, None]
-        return logits * (1.0 + known)
+        logits = logits * (1.0 + known)
+        return logits if frames is None else logits.transpose(1, 2)[frames]
 
 
 def pair(model: VoiceModel) -> tuple[FrameCondition, list[FrameCondition]]:

@@ -58,6 +58,30 @@ def test_deterministic_for_seed() -> None:
     assert torch.equal(a, b) and not torch.equal(a, c)
 
 
+@pytest.mark.parametrize("top_k", [0, 5, 40])
+@pytest.mark.parametrize("scale", [0.3, 6.0])  # flat rows fall back to the full filter, peaked ones stay in the cut
+def test_nucleus_draws_match_the_filtered_distribution(scale: float, top_k: int) -> None:
+    # Many rows (the cut path), each a copy of one row, so the draws estimate the filtered distribution.
+    row = torch.randn(1, 80, generator=torch.Generator().manual_seed(1)) * scale
+    logits = row.expand(30000, 80)
+    tok = sample(logits, SamplingConfig(temperature=1.0, top_k=top_k, top_p=0.8), torch.Generator().manual_seed(0))
+    want = filter_logits(row, top_k=top_k, top_p=0.8).softmax(-1)[0]
+    freq = torch.bincount(tok, minlength=80).float() / len(tok)
+    assert (freq[want == 0] == 0).all()  # nothing outside the filter
+    assert torch.allclose(freq, want, atol=0.01)
+
+
+def test_cut_and_full_paths_mix_rows() -> None:
+    # One peaked row (nucleus inside the cut) and one flat row (nucleus wider than 64) in the same call.
+    peaked = torch.full((200,), -20.0)
+    peaked[7] = 0.0
+    flat = torch.zeros(200)
+    logits = torch.stack([peaked, flat]).repeat(20, 1)
+    tok = sample(logits, SamplingConfig(temperature=1.0, top_p=0.9), torch.Generator().manual_seed(0))
+    assert (tok[0::2] == 7).all()
+    assert len(torch.unique(tok[1::2])) > 10
+
+
 def test_matches_distribution() -> None:
     probs = torch.tensor([0.6, 0.3, 0.1])
     logits = probs.log().expand(20000, 3)

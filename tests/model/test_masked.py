@@ -29,6 +29,20 @@ def test_head_selection_agrees() -> None:
     torch.testing.assert_close(per_item[0], all_levels[0, 3])
     torch.testing.assert_close(per_item[1], all_levels[1, 2])
     assert model.masked(codes, cond, [1, 2]).shape == (2, 2, cond.num_frames, TINY.cardinality)
+    # Non-consecutive levels take the gather path and agree too.
+    torch.testing.assert_close(model.masked.level_logits(h, [3, 1])[:, 0], all_levels[:, 3])
+
+
+def test_logits_of_selected_frames_only() -> None:
+    model = tiny_voice()
+    cond = _cond(model)
+    codes = torch.randint(0, TINY.cardinality, (2, TINY.num_codebooks, cond.num_frames))
+    frames = torch.rand(2, cond.num_frames, generator=torch.Generator().manual_seed(0)) < 0.4
+    with torch.no_grad():
+        full = model.masked(codes, cond, [0, 1])
+        some = model.masked(codes, cond, [0, 1], frames=frames)
+    assert some.shape == (int(frames.sum()), 2, TINY.cardinality)
+    torch.testing.assert_close(some, full.transpose(1, 2)[frames])
 
 
 def test_mask_token_changes_prediction() -> None:
