@@ -84,38 +84,46 @@ def _draw(logits: Tensor, generator: torch.Generator | None) -> Tensor:
 
 
 FEW_ROWS = 16
+CUTS = (16, 64)  # widths tried in turn; measured on 700 x 1024 rows: topk 16 0.8 ms, topk 64 2.4 ms
 
 
 def _draw_filtered(scaled: Tensor, top_k: int, top_p: float, generator: torch.Generator | None,
-                   first: int = 64) -> Tensor:
+                   cuts: tuple[int, ...] = CUTS) -> Tensor:
     """One draw per row from ``softmax(filter_logits(scaled, top_k, top_p))``, the same distribution as
     ``_draw(filter_logits(...))`` without building and noising whole 1024-way rows.
 
-    A peaked row's nucleus lies inside its ``first`` best tokens: those rows are normalised with one
-    logsumexp, cut to the nucleus and drawn among the cut alone (Gumbel-max over ``first`` values). The
-    full filter and draw run only for rows whose nucleus reaches past the cut. Measured on 700 rows of
-    1024 (a level-0 decoding step of 7 s of speech): 11.8 ms for the full path.
+    A peaked row's nucleus lies inside its few best tokens: a row is cut to its ``cuts[0]`` best (topk),
+    normalised with one logsumexp over the row, cut to the nucleus and drawn among the cut alone
+    (Gumbel-max). Rows whose nucleus reaches past the cut try the next, wider cut, and only those past the
+    last get the full filter and draw. On the default voice's level-0 rows the nucleus held at most 16 tokens
+    for 75% of rows and 64 for 95%; a level-0 step over 700 rows took 11.8 ms the full way, 4.5 ms with one
+    64-wide cut.
     """
     c = scaled.shape[-1]
     flat = scaled.reshape(-1, c).float()
     limit = top_k if 0 < top_k < c else c
-    k = min(first, limit)
-    # A few rows (a serial step) cost less the plain way; a top-k set larger than the cut would need
+    # A few rows (a serial step) cost less the plain way; a top-k set wider than the last cut would need
     # its own normaliser.
-    if flat.shape[0] < FEW_ROWS or (limit > k and top_k > 0):
+    if flat.shape[0] < FEW_ROWS or (top_k > 0 and limit > cuts[-1]):
         return _draw(filter_logits(scaled, top_k, top_p), generator)
-    vals, idx = flat.topk(k, dim=-1)  # sorted, descending
-    # Probabilities of the cut under the top-k-filtered distribution (the whole row when top_k is off).
-    lse = vals.logsumexp(-1) if limit == k else flat.logsumexp(-1)
-    p = (vals - lse[:, None]).exp()
-    keep = (p.cumsum(-1) - p) < top_p  # the nucleus: smallest prefix with mass >= top_p (top token always)
-    resolved = (p.sum(-1) >= top_p) | (limit == k)
     tokens = torch.empty(flat.shape[0], dtype=torch.long, device=flat.device)
-    ok = resolved.nonzero().squeeze(-1)
-    if ok.numel():
-        cut = vals[ok].masked_fill(~keep[ok], float("-inf"))
-        tokens[ok] = idx[ok].gather(-1, _draw(cut, generator)[:, None])[:, 0]
-    rest = (~resolved).nonzero().squeeze(-1)
+    rest = torch.arange(flat.shape[0], device=flat.device)
+    # With top-k on, the one cut is the top-k set itself, and it is its own normaliser.
+    lse_all = flat.logsumexp(-1) if limit == c else None
+    for width in cuts if limit == c else (limit,):
+        k = min(width, limit)
+        vals, idx = flat[rest].topk(k, dim=-1)  # sorted, descending
+        lse = vals.logsumexp(-1) if lse_all is None else lse_all[rest]
+        p = (vals - lse[:, None]).exp()
+        keep = (p.cumsum(-1) - p) < top_p  # the nucleus: smallest prefix with mass >= top_p (top token always)
+        resolved = (p.sum(-1) >= top_p) | (k == limit)
+        ok = resolved.nonzero().squeeze(-1)
+        if ok.numel():
+            cut = vals[ok].masked_fill(~keep[ok], float("-inf"))
+            tokens[rest[ok]] = idx[ok].gather(-1, _draw(cut, generator)[:, None])[:, 0]
+        rest = rest[~resolved]
+        if not rest.numel() or k == limit:
+            break
     if rest.numel():
         tokens[rest] = _draw(filter_logits(flat[rest], top_k, top_p), generator)
     return tokens.reshape(scaled.shape[:-1])
