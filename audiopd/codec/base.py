@@ -47,6 +47,9 @@ class Codec(abc.ABC):
         Passing fewer levels than ``num_codebooks`` decodes from the coarsest ``Q'`` levels only,
         which is how the level-vs-quality table is measured.
         """
+        return self._decode(self._checked(codes)).astype(np.float32)
+
+    def _checked(self, codes: np.ndarray) -> np.ndarray:
         c = np.asarray(codes)
         if c.ndim == 2:
             c = c[None]
@@ -56,7 +59,24 @@ class Codec(abc.ABC):
             )
         if c.size and (c.min() < 0 or c.max() >= self.cardinality):
             raise ValueError(f"codes out of range [0, {self.cardinality})")
-        return self._decode(c.astype(np.int64)).astype(np.float32)
+        return c.astype(np.int64)
+
+    def decode_split(self, codes: np.ndarray, parts: int) -> np.ndarray:
+        """Codes ``[Q', T]`` of one item -> float32 audio ``[S]``, as ``decode``, with the work split into up
+        to ``parts`` pieces run side by side where the adapter can (``_decode_split``; else one piece).
+
+        For a renderer with one item to decode and idle cores. The audio may differ from ``decode``'s in
+        detail (the adapter documents how) but not in length.
+        """
+        if np.ndim(codes) != 2:
+            raise ValueError(f"expected codes [Q', T] of one item, got {tuple(np.shape(codes))}")
+        c = self._checked(codes)
+        if parts <= 1:
+            return self._decode(c)[0].astype(np.float32)
+        return self._decode_split(c[0], parts).astype(np.float32)
+
+    def _decode_split(self, codes: np.ndarray, parts: int) -> np.ndarray:
+        return self._decode(codes[None])[0]
 
     def num_frames(self, num_samples: int) -> int:
         """Frames produced for ``num_samples`` of audio."""

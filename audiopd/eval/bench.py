@@ -150,12 +150,18 @@ class TimedCodec(Codec):
         return self.inner.encode(audio)
 
     def decode(self, codes: np.ndarray) -> np.ndarray:
+        return self._timed(self.inner.decode, codes)
+
+    def decode_split(self, codes: np.ndarray, parts: int) -> np.ndarray:
+        return self._timed(self.inner.decode_split, codes, parts)
+
+    def _timed(self, fn, *args):
         with self._lock:
             if self._active == 0:
                 self._since = time.perf_counter()
             self._active += 1
         try:
-            return self.inner.decode(codes)
+            return fn(*args)
         finally:
             with self._lock:
                 self._active -= 1

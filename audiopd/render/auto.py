@@ -313,19 +313,29 @@ class Renderer:
             audio = self.to_audio(c)
             return audio, time.perf_counter() - t0
 
-        workers = min(len(codes), torch.get_num_threads()) if getattr(self.codec, "concurrent_decode", False) else 1
+        threads = torch.get_num_threads() if getattr(self.codec, "concurrent_decode", False) else 1
+        workers = min(len(codes), threads)
+        if len(codes) == 1 and threads > 1 and hasattr(self.codec, "decode_split"):
+            # One item: the codec may split it over the cores (Codec.decode_split).
+            t0 = time.perf_counter()
+            audio = self.to_audio(codes[0], parts=threads)
+            return [(audio, time.perf_counter() - t0)]
         if workers <= 1:
             return [one(c) for c in codes]
         with ThreadPoolExecutor(max_workers=workers) as pool:
             return list(pool.map(one, codes))
 
-    def to_audio(self, codes: torch.Tensor) -> np.ndarray:
-        """Codes [Q, T] -> 1-D float32 audio of exactly T frames' worth of samples."""
+    def to_audio(self, codes: torch.Tensor, parts: int = 1) -> np.ndarray:
+        """Codes [Q, T] -> 1-D float32 audio of exactly T frames' worth of samples (``parts`` > 1: the codec
+        may split the work over that many threads, ``Codec.decode_split``)."""
         n = codes.shape[1]
         want = int(round(n * self.sample_rate / self.frame_rate))
         if n == 0:
             return np.zeros(0, dtype=np.float32)
-        audio = np.asarray(self.codec.decode(codes[None].cpu().numpy()), dtype=np.float32)[0]
+        c = codes.cpu().numpy()
+        split = parts > 1 and hasattr(self.codec, "decode_split")
+        audio = np.asarray(self.codec.decode_split(c, parts) if split else self.codec.decode(c[None])[0],
+                           dtype=np.float32)
         peak = float(np.abs(audio).max()) if audio.size else 0.0
         if peak > PEAK_LIMIT:
             # The vocoder can overshoot full scale where the teachers peak at ~0.8; a 16-bit file would clip.

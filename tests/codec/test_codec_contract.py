@@ -124,6 +124,18 @@ def test_silence_encodes_to_the_lowest_energy(codec: Codec) -> None:
 def test_bad_codes_are_rejected(codec: Codec, codes: np.ndarray, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         codec.decode(codes)
+    if codes.ndim == 3 and codes.shape[0] == 1:  # the one-item form of the same grid
+        with pytest.raises(ValueError, match=message):
+            codec.decode_split(codes[0], 2)
+
+
+def test_decode_split_defaults_to_one_piece(codec: Codec) -> None:
+    codes = codec.encode(_speechlike(1.0))[0]
+    whole = codec.decode(codes)[0]
+    for parts in (1, 2, 4):
+        np.testing.assert_array_equal(codec.decode_split(codes, parts), whole)
+    with pytest.raises(ValueError, match="one item"):
+        codec.decode_split(codes[None], 2)
 
 
 @pytest.mark.parametrize(

@@ -288,6 +288,44 @@ class _MeetingCodec:
         return self.inner.decode(codes)
 
 
+class _SplitSpy:
+    """The fixture codec, recording how many pieces each decode asked for (1 = plain ``decode``)."""
+
+    def __init__(self, concurrent: bool) -> None:
+        self.inner = make_fixture_codec()
+        self.sample_rate, self.frame_rate = self.inner.sample_rate, self.inner.frame_rate
+        self.concurrent_decode = concurrent
+        self.parts: list[int] = []
+
+    def decode(self, codes):
+        self.parts.append(1)
+        return self.inner.decode(codes)
+
+    def decode_split(self, codes, parts):
+        self.parts.append(parts)
+        return self.inner.decode_split(codes, parts)
+
+
+@pytest.mark.parametrize("concurrent, threads, lengths, parts", [
+    (True, 2, [40], [2]),  # one item, two threads: the codec may split it
+    (True, 1, [40], [1]),
+    (False, 2, [40], [1]),  # a codec that cannot run on threads is never split
+    (True, 2, [40, 30], [1, 1]),  # several items already fill the threads
+])
+def test_a_lone_item_is_decoded_over_the_threads(model, concurrent, threads, lengths, parts) -> None:
+    r, items, cond = _setup(model, lengths, None)
+    r.codec = codec = _SplitSpy(concurrent)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        r.render_group(items, cond, mode="parallel", steps=4, seed=0, group=0, checking=False, deadline=None)
+    finally:
+        torch.set_num_threads(before)
+    assert codec.parts == parts
+    for it in items:
+        assert it.attempts[0].audio.shape == (it.frames * 160,)
+
+
 @pytest.mark.parametrize("concurrent, threads, meet", [(True, 2, True), (False, 2, False), (True, 1, False)])
 def test_items_of_a_batch_decode_side_by_side_only_when_codec_and_threads_allow(model, concurrent, threads,
                                                                                 meet) -> None:
