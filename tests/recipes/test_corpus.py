@@ -28,6 +28,7 @@ sentences = _load("01_sentences.py", "corpus_stage01")
 render = _load("02_render.py", "corpus_stage02")
 durations = _load("03_durations.py", "corpus_stage03")
 encode = _load("06_encode.py", "corpus_stage06")
+dev_set = _load("dev_set.py", "corpus_dev_set")
 
 
 @pytest.mark.parametrize("raw, expected", [
@@ -210,3 +211,17 @@ def test_render_two_sentences_end_to_end(tmp_path: Path) -> None:
         phones = render.cc.read_phones(data / man["phones"])
         last_phone_end = max(e for p, _, e in phones if p != "pau")
         assert sum(row["durations_s"][:-1]) == pytest.approx(last_phone_end, abs=2e-3)
+
+
+def test_dev_set_takes_unused_test_sentences_only() -> None:
+    rows = [("s05", "test", "E."), ("s01", "train", "A."), ("s03", "test", "C."), ("s02", "test", "B."),
+            ("s04", "test", "D.")]
+    # s02 is in the corpus already: the development set never shares a sentence with it (or with training).
+    assert dev_set.dev_rows(rows, {"s01", "s02"}, 2) == [("s03", "test", "C."), ("s04", "test", "D.")]
+    assert dev_set.dev_rows(rows, set(), 10) == [("s02", "test", "B."), ("s03", "test", "C."),
+                                                 ("s04", "test", "D."), ("s05", "test", "E.")]
+
+
+def test_dev_set_refuses_to_overwrite_the_corpus(tmp_path) -> None:
+    with pytest.raises(SystemExit, match="must not be the corpus"):
+        dev_set.main(["--data", str(tmp_path), "--out", str(tmp_path)])
