@@ -51,7 +51,7 @@ class SynthesisOptionError(AudiopdError, ValueError):
 # held-out WER parallel 19.9 against 22.0 with full attention (tts_eval --n 24 --seed 1, 96 utterances, same
 # seeds), and a 20 s synthesis 1.10 s against 1.59 s; the passes' cost grows with T x 3W instead of T x T.
 ATTENTION_WINDOW = 64
-FINE_PASSES = 2
+FINE_PASSES = 2  # the serial decoder's; the parallel decoder's is in SynthesisConfig
 
 
 @dataclass(frozen=True)
@@ -64,9 +64,12 @@ class SynthesisConfig:
     # gave serial one pass per level (7), so every speed comparison charged it 5 extra full passes. On
     # ground-truth level 0, 2 passes were no worse than 7 (session 4). Session 5, shipped voice, 96 held-out
     # utterances (tts_eval --n 24 --seed 1), 64-frame window: serial 23.2 with 7 passes, 21.5 with 2; 1 pass left
-    # parallel as it was (19.6 vs 19.9) but cost serial 22.0 (and 31.2 vs 27.9 on --n 12), so 2 it is.
+    # parallel as it was (19.6 vs 19.9) but cost serial 22.0 (and 31.2 vs 27.9 on --n 12), so serial keeps 2.
+    # Session 12, on a development set (recipes/corpus/dev_set.py: 100 sentences x 4 voices that no model saw and
+    # that are not the test split): K<=4 + 2 fine passes 18.6, K<=3 + 2 passes 18.5, K<=3 + 1 pass 18.0 (paired
+    # bootstrap against K<=4 + 2: -0.65, 95% -1.7..+0.4), serial 17.8. So the parallel default is 3 + 1 passes.
     parallel: ParallelConfig = field(default_factory=lambda: ParallelConfig(
-        steps=4, fine_passes=FINE_PASSES, attention_window=ATTENTION_WINDOW))
+        steps=3, fine_passes=1, attention_window=ATTENTION_WINDOW))
     serial: SerialConfig = field(default_factory=lambda: SerialConfig(
         fine_passes=FINE_PASSES, attention_window=ATTENTION_WINDOW))
     auto: AutoConfig = field(default_factory=AutoConfig)
@@ -76,6 +79,11 @@ class SynthesisConfig:
     # A decoder batch holds at most max_batch items and max_batch_frames padded frames x items.
     max_batch: int = 8
     max_batch_frames: int = 8000
+    # Parallel and auto modes batch only chunks at least (1 - this) as long as the batch's longest: a masked pass
+    # costs the same per frame batched or not on a CPU (shared/FACTS.md: batch 8 = 8.5x batch 1), so padding is
+    # pure loss there (a 20 s text's 11.9 s and 7.9 s chunks, padded together, cost 20% more frames). Serial
+    # mode batches any lengths: its cached steps cost about the same for one item as for eight.
+    max_padding: float = 0.1
     # A chunk predicted longer than this betrays a broken duration predictor; refuse rather than hang.
     max_chunk_s: float = 60.0
 
@@ -86,6 +94,8 @@ class SynthesisConfig:
         self.join.validate()
         if self.max_chunk_chars < 1 or self.max_batch < 1 or self.max_batch_frames < 1 or self.max_chunk_s <= 0:
             raise ValueError("max_chunk_chars, max_batch, max_batch_frames and max_chunk_s must be positive")
+        if not 0.0 <= self.max_padding <= 1.0:
+            raise ValueError(f"max_padding must lie in [0, 1], got {self.max_padding}")
 
 
 @dataclass
@@ -192,7 +202,7 @@ class Synthesizer:
                             auto=self.config.auto, cost=self.cost, checker=checker)
         deadline = None if time_budget_s is None else t_start + time_budget_s
         outcomes = {}
-        for g, group in enumerate(self._groups(items)):
+        for g, group in enumerate(self._groups(items, None if mode == "serial" else self.config.max_padding)):
             members = [items[i] for i in group]
             cond = self._condition(members)
             out = renderer.render_group(members, cond, mode=mode, steps=steps, seed=seed, group=g,
@@ -256,15 +266,19 @@ class Synthesizer:
                                     f"{len(it.text)} characters (limit {self.config.max_chunk_s:.0f} s); "
                                     "its duration predictor looks broken")
 
-    def _groups(self, items: list[Item]) -> list[list[int]]:
-        """Length-sorted batches under max_batch items and max_batch_frames padded frames."""
+    def _groups(self, items: list[Item], max_padding: float | None = None) -> list[list[int]]:
+        """Length-sorted batches under max_batch items and max_batch_frames padded frames; with ``max_padding``,
+        an item joins a batch only if it is at least (1 - max_padding) as long as the batch's longest."""
         order = sorted(range(len(items)), key=lambda i: (-items[i].frames, i))
         cap = self.config.max_batch_frames
         groups: list[list[int]] = []
         for i in order:
             g = groups[-1] if groups else None
             # Sorted longest first, so g[0] sets the padded length of the group.
-            if g and len(g) < self.config.max_batch and items[g[0]].frames * (len(g) + 1) <= cap:
+            fits = g and len(g) < self.config.max_batch and items[g[0]].frames * (len(g) + 1) <= cap
+            if fits and max_padding is not None:
+                fits = items[i].frames >= (1.0 - max_padding) * items[g[0]].frames
+            if fits:
                 g.append(i)
             else:
                 groups.append([i])

@@ -116,11 +116,14 @@ def test_word_timestamps_follow_the_durations(tts) -> None:
         assert w.end_s == pytest.approx(span.end * FRAMES_PER_TOKEN / 100)
 
 
-def test_both_decoders_share_the_fine_passes_and_the_window() -> None:
-    # parallel vs serial comparisons (bench, tts_eval) are only fair when their masked passes are alike
+def test_decoders_share_the_window_and_fix_their_own_fine_passes() -> None:
+    # Parallel vs serial comparisons (bench, tts_eval) attend alike; each decoder fills the fine levels in the
+    # number of passes it does best with on the development set (SynthesisConfig's comment), never "one per level"
+    # by default, which would charge a decoder 7 passes.
     cfg = SynthesisConfig()
     assert cfg.parallel.attention_window == cfg.serial.attention_window > 0
-    assert cfg.parallel.fine_passes == cfg.serial.fine_passes is not None
+    assert cfg.parallel.fine_passes is not None and cfg.serial.fine_passes is not None
+    assert cfg.auto.first_steps == cfg.parallel.steps  # auto's first attempt is the parallel mode's decoding
 
 
 def test_long_text_is_chunked_and_joined_without_clicks(artifacts) -> None:
@@ -326,3 +329,39 @@ def test_auto_mode_with_the_real_checker_never_delivers_a_failure_silently(tts) 
     assert verdict["passed"] is False and verdict["reasons"]
     assert verdict["score"] == max(a["score"] for a in attempts)
     assert res.report["warnings"] == []
+
+
+class _Sized:
+    def __init__(self, frames: int) -> None:
+        self.frames = frames
+
+
+def test_parallel_batches_leave_out_items_that_would_be_mostly_padding(artifacts) -> None:
+    tts = audiopd.load(config=SynthesisConfig(max_batch=3, max_batch_frames=10_000, max_padding=0.1))
+    items = [_Sized(n) for n in (1188, 787, 1100, 780, 770, 1000)]
+    # Serial (no padding limit): longest first, three per batch.
+    assert tts._groups(items) == [[0, 2, 5], [1, 3, 4]]
+    # Parallel/auto: 1000 frames is 16% short of 1188, so it starts its own batch.
+    assert tts._groups(items, 0.1) == [[0, 2], [5], [1, 3, 4]]
+    assert tts._groups(items, 0.0) == [[0], [2], [5], [1], [3], [4]]
+    with pytest.raises(ValueError, match="max_padding"):
+        SynthesisConfig(max_padding=1.5).validate()
+
+
+def test_a_long_texts_chunks_are_decoded_apart_in_parallel_mode_only(tts, monkeypatch) -> None:
+    sizes: list[list[int]] = []
+    real = Synthesizer._condition
+
+    def spy(self, members):
+        sizes.append([m.frames for m in members])
+        return real(self, members)
+
+    monkeypatch.setattr(Synthesizer, "_condition", spy)
+    text = "A fairly long first sentence with many words in it to speak. Short one."
+    tts_chunked = audiopd.load(config=SynthesisConfig(max_chunk_chars=70))
+    serial = tts_chunked.synthesize(text, mode="serial", seed=0)
+    assert serial.report["chunks"] == 2 and len(sizes) == 1 and len(sizes[0]) == 2
+    sizes.clear()
+    parallel = tts_chunked.synthesize(text, mode="parallel", seed=0)
+    assert len(sizes) == 2 and all(len(s) == 1 for s in sizes)
+    assert parallel.audio.size == serial.audio.size

@@ -106,9 +106,12 @@ def refine_fine_levels(model, cond: FrameCondition, codes: Tensor, region: Tenso
         g0 = group[0]
         masked = (lv > g0) | ((lv == g0) & region[:, None, :])
         inp = codes.masked_fill(masked, mask_id)
-        logits = model.masked(inp, cond, group, window)  # [B, n, T, C]
         stats.forward_passes += 1
-        tokens = sample(logits, sampling, generator)
+        greedy = getattr(model.masked, "greedy", None)
+        if sampling.temperature == 0 and sampling.ras_window == 0 and greedy is not None:
+            tokens = greedy(inp, cond, group, window)  # the same argmax, without materialising the logits
+        else:
+            tokens = sample(model.masked(inp, cond, group, window), sampling, generator)  # logits [B, n, T, C]
         for i, level in enumerate(group):
             codes[:, level] = torch.where(region, tokens[:, i], codes[:, level])
             stats.steps_per_level[level] += 1

@@ -54,7 +54,7 @@ PEAK_LIMIT = 0.95
 
 @dataclass(frozen=True)
 class AutoConfig:
-    first_steps: int = 4  # small K: as good as K=8 on the shipped voice; 4.3-4.5x cheaper than serial (5-10 s, batch 1)
+    first_steps: int = 3  # small K: the parallel mode's default (audiopd.pipeline.SynthesisConfig says why)
     escalate_steps: int = 16  # SoundStorm's level-0 step count
     repair: bool = True
     # A failure is usually heard a little after its cause (a skipped phone shows as a short gap), so
@@ -211,13 +211,15 @@ class Renderer:
         self._check_s = 0.0
         self._checked_audio_s = 0.0
 
-    def fine_passes(self) -> int:
-        return len(fine_level_groups(self.model.num_codebooks, self.parallel.fine_passes))
+    def fine_passes(self, mode: str = PARALLEL) -> int:
+        """Fine-level passes of the ``mode`` decoder (each decoder has its own setting)."""
+        cfg = self.serial if mode == SERIAL else self.parallel
+        return len(fine_level_groups(self.model.num_codebooks, cfg.fine_passes))
 
     def estimate_s(self, stage: Stage, frames: int, batch: int, audio_s: float = 0.0) -> float:
         """Predicted seconds for a stage: decoding (cost model) + checking ``audio_s`` seconds of audio."""
         if stage.mode == SERIAL:
-            decode = estimate_serial_s(self.cost, frames, batch, self.fine_passes())
+            decode = estimate_serial_s(self.cost, frames, batch, self.fine_passes(SERIAL))
         else:
             decode = estimate_parallel_s(self.cost, frames, batch, stage.steps or 1, self.fine_passes())
         per_audio_s = self._check_s / self._checked_audio_s if self._checked_audio_s > 0 else 0.0
@@ -230,7 +232,7 @@ class Renderer:
         first = mode
         if mode == "auto":
             first = choose_path(self.cost, cond.num_frames, cond.batch, steps or self.auto.first_steps,
-                                self.fine_passes())
+                                self.fine_passes(), self.fine_passes(SERIAL))
         stages = plan_stages(mode, first, steps=steps, auto=self.auto, parallel_steps=self.parallel.steps,
                              checking=checking)
         runs: dict[int, int] = {}

@@ -81,10 +81,13 @@ def estimate_serial_s(cost: CostModel, frames: int, batch: int, fine_passes: int
     return (frames * cost.step_ms(batch) + fine_passes * cost.pass_ms(frames, batch)) / 1000.0
 
 
-def choose_path(cost: CostModel, frames: int, batch: int, steps: int, fine_passes: int = 0) -> str:
-    """The cheaper first path for a workload of ``batch`` items padded to ``frames`` ("parallel" on ties)."""
+def choose_path(cost: CostModel, frames: int, batch: int, steps: int, fine_passes: int = 0,
+                serial_fine_passes: int | None = None) -> str:
+    """The cheaper first path for a workload of ``batch`` items padded to ``frames`` ("parallel" on ties).
+
+    ``fine_passes`` are the parallel decoder's, ``serial_fine_passes`` the serial one's (None = the same)."""
     par = estimate_parallel_s(cost, frames, batch, steps, fine_passes)
-    ser = estimate_serial_s(cost, frames, batch, fine_passes)
+    ser = estimate_serial_s(cost, frames, batch, fine_passes if serial_fine_passes is None else serial_fine_passes)
     return PARALLEL if par <= ser else SERIAL
 
 

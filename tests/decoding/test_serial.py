@@ -72,13 +72,13 @@ def test_ras_breaks_a_stuck_loop() -> None:
 def test_attention_window_reaches_the_fine_passes() -> None:
     model = tiny_model(5)
     seen: list[int] = []
-    forward = model.masked.forward
+    hidden = model.masked.hidden  # every masked pass (logits or greedy) runs the body through it
 
-    def spy(codes, cond, levels, window=0):
+    def spy(codes, cond, target_level, window=0):
         seen.append(window)
-        return forward(codes, cond, levels, window)
+        return hidden(codes, cond, target_level, window)
 
-    model.masked.forward = spy
+    model.masked.hidden = spy
     cond = condition(model, (30,))
     res = decode_serial(model, cond, replace(GREEDY, attention_window=6))
     assert seen == [6] * (Q - 1) and res.stats.forward_passes == 30 + Q - 1

@@ -33,6 +33,17 @@ def test_head_selection_agrees() -> None:
     torch.testing.assert_close(model.masked.level_logits(h, [3, 1])[:, 0], all_levels[:, 3])
 
 
+@pytest.mark.parametrize("chunk", [1, 7, 512])
+def test_greedy_is_the_argmax_of_the_logits(chunk: int) -> None:
+    model = tiny_voice()
+    cond = _cond(model)
+    codes = torch.randint(0, TINY.cardinality, (2, TINY.num_codebooks, cond.num_frames))
+    with torch.no_grad():
+        want = model.masked(codes, cond, [1, 2, 3]).argmax(-1)
+        got = model.masked.greedy(codes, cond, [1, 2, 3], chunk=chunk)
+    assert got.shape == (2, 3, cond.num_frames) and torch.equal(got, want)
+
+
 def test_logits_of_selected_frames_only() -> None:
     model = tiny_voice()
     cond = _cond(model)

@@ -46,6 +46,14 @@ def test_default_choice_by_workload_shape(frames: int, batch: int, steps: int, f
     assert choose_path(DEFAULT, frames, batch, steps, fine_passes=fine) == expected
 
 
+def test_each_decoder_is_charged_its_own_fine_passes() -> None:
+    cm = CostModel(pass_fixed_ms=10.0, pass_ms_per_frame=0.0, step_fixed_ms=0.1, step_ms_per_item=0.0)
+    # 100 frames: serial = 10 ms of steps + its fine passes; parallel = (K + its fine passes) x 10 ms.
+    assert choose_path(cm, 100, 1, 2, fine_passes=1, serial_fine_passes=3) == PARALLEL  # 30 vs 40 ms
+    assert choose_path(cm, 100, 1, 2, fine_passes=1) == SERIAL  # serial charged 1 pass too: 30 vs 20 ms
+    assert choose_path(cm, 100, 1, 2, fine_passes=1, serial_fine_passes=0) == SERIAL  # 30 vs 10 ms
+
+
 def test_choice_is_monotonic_in_batch() -> None:
     # Once serial wins for some batch size it keeps winning for larger batches.
     picks = [choose_path(DEFAULT, 400, b, 8, 7) for b in range(1, 17)]
