@@ -288,6 +288,16 @@ class _MeetingCodec:
         return self.inner.decode(codes)
 
 
+def _render_on_threads(r: Renderer, items, cond, threads: int) -> None:
+    """One parallel render of ``items`` with torch set to ``threads`` threads (restored afterwards)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        r.render_group(items, cond, mode="parallel", steps=4, seed=0, group=0, checking=False, deadline=None)
+    finally:
+        torch.set_num_threads(before)
+
+
 class _SplitSpy:
     """The fixture codec, recording how many pieces each decode asked for (1 = plain ``decode``)."""
 
@@ -315,12 +325,7 @@ class _SplitSpy:
 def test_a_lone_item_is_decoded_over_the_threads(model, concurrent, threads, lengths, parts) -> None:
     r, items, cond = _setup(model, lengths, None)
     r.codec = codec = _SplitSpy(concurrent)
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        r.render_group(items, cond, mode="parallel", steps=4, seed=0, group=0, checking=False, deadline=None)
-    finally:
-        torch.set_num_threads(before)
+    _render_on_threads(r, items, cond, threads)
     assert codec.parts == parts
     for it in items:
         assert it.attempts[0].audio.shape == (it.frames * 160,)
@@ -335,12 +340,7 @@ def test_items_of_a_batch_decode_side_by_side_only_when_codec_and_threads_allow(
     if not meet:
         codec.barrier = type(codec.barrier)(2, timeout=0.2)  # sequential decodes would wait the full timeout
     r.codec = codec
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        r.render_group(items, cond, mode="parallel", steps=4, seed=0, group=0, checking=False, deadline=None)
-    finally:
-        torch.set_num_threads(before)
+    _render_on_threads(r, items, cond, threads)
     assert codec.met is meet and codec.calls == 3
     # Side by side or not, every item gets exactly its own audio (order kept).
     ref = make_fixture_codec()
