@@ -21,6 +21,7 @@ import hashlib
 import json
 import warnings
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -329,7 +330,7 @@ def split_points(energy: np.ndarray, parts: int) -> list[int]:
     share = t / parts
     cuts = []
     for k in range(1, parts):
-        centre = int(round(k * share))
+        centre = round(k * share)
         lo, hi = centre - int(share / 4), centre + int(share / 4)
         cuts.append(lo + int(np.argmin(smooth[lo:hi])))
     return cuts
@@ -341,7 +342,7 @@ def synthesize_pieces(synthesize, feats: WorldFeatures, cuts: list[int], hop: in
 
     t = len(feats.f0)
     bounds = [0, *cuts, t]
-    spans = [(max(0, a - SPLIT_OVERLAP), min(t, b + SPLIT_OVERLAP)) for a, b in zip(bounds[:-1], bounds[1:])]
+    spans = [(max(0, a - SPLIT_OVERLAP), min(t, b + SPLIT_OVERLAP)) for a, b in pairwise(bounds)]
 
     def piece(span: tuple[int, int]) -> np.ndarray:
         a, b = span

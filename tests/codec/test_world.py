@@ -9,11 +9,11 @@ from world_fixtures import small_world_codec, vowel
 from audiopd.codec.world import (
     WorldCodec,
     WorldCodecConfig,
+    WorldFeatures,
     _full_aperiodicity,
     analyze,
     dequantize_prosody,
     f0_grid,
-    WorldFeatures,
     quantize_prosody,
     rvq_encode,
     split_points,
