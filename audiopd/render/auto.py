@@ -310,18 +310,15 @@ class Renderer:
         A codec that allows it (``Codec.concurrent_decode``) decodes them side by side on up to torch's thread
         count: token decoding has just finished, so those cores are free (a --threads 1 user keeps one core).
         """
-        def one(c: torch.Tensor) -> tuple[np.ndarray, float]:
+        def one(c: torch.Tensor, parts: int = 1) -> tuple[np.ndarray, float]:
             t0 = time.perf_counter()
-            audio = self.to_audio(c)
+            audio = self.to_audio(c, parts)
             return audio, time.perf_counter() - t0
 
         threads = torch.get_num_threads() if getattr(self.codec, "concurrent_decode", False) else 1
         workers = min(len(codes), threads)
-        if len(codes) == 1 and threads > 1 and hasattr(self.codec, "decode_split"):
-            # One item: the codec may split it over the cores (Codec.decode_split).
-            t0 = time.perf_counter()
-            audio = self.to_audio(codes[0], parts=threads)
-            return [(audio, time.perf_counter() - t0)]
+        if len(codes) == 1:  # one item: the codec may split it over the cores (Codec.decode_split)
+            return [one(codes[0], threads)]
         if workers <= 1:
             return [one(c) for c in codes]
         with ThreadPoolExecutor(max_workers=workers) as pool:
