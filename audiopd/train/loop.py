@@ -51,6 +51,30 @@ class TrainConfig:
     seed: int = 0
     num_threads: int = 1
     device: str = "cpu"
+    # The parts of VoiceModel that learn (``PARTS``); empty = all. A fine-tuning of the serial decoder alone
+    # (``[serial]``, with the duration and masked loss weights at 0) leaves the encoder, the durations and the
+    # masked model bit-identical, so parallel decoding gives exactly the audio it gave before.
+    train_parts: tuple[str, ...] = ()
+
+    def validate(self) -> None:
+        unknown = sorted(set(self.train_parts) - set(PARTS))
+        if unknown:
+            raise ArtifactError(f"train_parts: unknown part(s) {', '.join(unknown)}; choose from {', '.join(PARTS)}")
+        losses = {"duration": self.loss.duration_weight, "masked": self.loss.masked_weight,
+                  "serial": self.loss.serial_weight}
+        idle = [p for p in self.train_parts if losses.get(p, 1.0) <= 0]
+        if idle:
+            raise ArtifactError(f"train_parts names {', '.join(idle)} but its loss weight is 0: it would never learn")
+        if self.train_parts and "conditioner" not in self.train_parts:
+            # With the encoder frozen, a loss of a frozen decoder (or the duration loss) moves no weight: only cost.
+            wasted = [k for k, w in losses.items() if w > 0 and k not in self.train_parts]
+            if wasted:
+                raise ArtifactError(f"loss part(s) {', '.join(wasted)} have weight > 0 but train nothing with "
+                                    f"train_parts {list(self.train_parts)}: set their weights to 0")
+
+
+# VoiceModel's trainable parts: the phoneme encoder with the duration predictor, the masked and the serial decoder.
+PARTS = ("conditioner", "masked", "serial")
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
@@ -89,6 +113,8 @@ def _param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict[str,
     # codes pushes them to zero).
     decay, no_decay = [], []
     for name, p in model.named_parameters():
+        if not p.requires_grad:  # a frozen part (TrainConfig.train_parts)
+            continue
         if p.ndim >= 2 and "embed" not in name and "speaker" not in name and "token" not in name:
             decay.append(p)
         else:
@@ -115,6 +141,7 @@ def train(cfg: TrainConfig, shards: str | Path | list[str | Path], out: str | Pa
     since its own checkpoint already holds the fine-tuned weights.
     """
     t_start = time.monotonic()
+    cfg.validate()
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     device = torch.device(cfg.device)
@@ -144,6 +171,9 @@ def train(cfg: TrainConfig, shards: str | Path | list[str | Path], out: str | Pa
                          inventory_version=meta.inventory_version, voices=tuple(meta.voices))
         torch.manual_seed(cfg.seed)
         model = VoiceModel(mcfg, info).to(device)
+        if cfg.train_parts:
+            for name in PARTS:
+                getattr(model, name).requires_grad_(name in cfg.train_parts)
         objective = VoiceObjective(model, cfg.loss)
         opt = torch.optim.AdamW(_param_groups(model, cfg.weight_decay), lr=cfg.lr, betas=cfg.betas)
         mask_gen = torch.Generator().manual_seed(cfg.seed * 1000 + rank)
@@ -223,7 +253,7 @@ def train(cfg: TrainConfig, shards: str | Path | list[str | Path], out: str | Pa
                 losses = wrapped(batch, mask_gen)
                 opt.zero_grad(set_to_none=True)
                 losses["loss"].backward()
-                gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+                gnorm = torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], cfg.grad_clip)
                 opt.step()
                 step += 1
                 batch_pos += 1

@@ -17,6 +17,7 @@ from audiopd.train.__main__ import main as train_main
 from audiopd.train.checkpoint import latest_checkpoint, read_state
 from audiopd.train.export import export_voice
 from audiopd.train.loop import train
+from audiopd.train.objective import LossConfig
 from audiopd.train.shards import write_shard
 
 
@@ -110,3 +111,56 @@ def test_export_checks_the_checker_thresholds_before_writing(base_run: Path, tmp
     bad.write_text("min_window_score: -70\n")
     voice = load_voice(export_voice(base_run, tmp_path / "voice", checker=bad))
     assert voice.checker_config is not None and voice.checker_config.min_window_score == -70.0
+
+
+SERIAL_ONLY = dict(train_parts=("serial",), loss=LossConfig(duration_weight=0.0, masked_weight=0.0))
+
+
+def test_train_parts_leave_the_frozen_parts_bit_identical(base_run: Path, shard_dir: Path, tmp_path: Path) -> None:
+    # A serial-only fine-tuning must not move the encoder, the durations or the masked model: parallel decoding
+    # of the tuned voice then gives exactly the audio of its source.
+    out = tmp_path / "serial_only"
+    summary = train(tiny_train_config(max_steps=6, **SERIAL_ONLY), shard_dir, out, init_from=base_run)
+    assert summary["step"] == 6
+    a, b = _weights(base_run), _weights(out)
+    frozen = [k for k in a if not k.startswith("serial.")]
+    moved = [k for k in a if k.startswith("serial.") and not torch.equal(a[k], b[k])]
+    assert frozen and all(torch.equal(a[k], b[k]) for k in frozen)
+    assert moved  # the serial decoder did learn
+    recs = [r for r in _records(out) if "loss" in r]
+    assert recs and all("serial" in r and "masked" not in r and "duration" not in r for r in recs)
+
+
+def test_train_parts_resume_exactly(base_run: Path, shard_dir: Path, tmp_path: Path) -> None:
+    cfg = tiny_train_config(max_steps=6, ckpt_every=3, **SERIAL_ONLY)
+    train(cfg, shard_dir, tmp_path / "straight", init_from=base_run)
+    train(cfg, shard_dir, tmp_path / "split", init_from=base_run, max_steps=3)
+    train(cfg, shard_dir, tmp_path / "split", init_from=base_run, resume=True)
+    a, b = _weights(tmp_path / "straight"), _weights(tmp_path / "split")
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+@pytest.mark.parametrize("over, match", [
+    (dict(train_parts=("serail",)), "unknown part.*serail"),
+    (dict(train_parts=("serial",), loss=LossConfig(serial_weight=0.0, duration_weight=0.0, masked_weight=0.0)),
+     "serial but its loss weight is 0"),
+    # The masked loss would cost a forward and backward and move nothing with the encoder frozen.
+    (dict(train_parts=("serial",), loss=LossConfig(duration_weight=0.0)), "masked have weight > 0"),
+])
+def test_train_parts_are_checked(over: dict, match: str, shard_dir: Path, tmp_path: Path) -> None:
+    with pytest.raises(ArtifactError, match=match):
+        train(tiny_train_config(max_steps=1, **over), shard_dir, tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_train_parts_from_yaml(base_run: Path, shard_dir: Path, tmp_path: Path) -> None:
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("model: {num_symbols: 12, d_model: 32, n_heads: 2, ff_mult: 2, dropout: 0.0, encoder_layers: 1,"
+                   " duration_channels: 32, masked_layers: 2, serial_layers: 2, max_frames: 256}\n"
+                   "loss: {duration_weight: 0.0, masked_weight: 0.0}\ntrain_parts: [serial]\n"
+                   "lr: 0.003\nwarmup_steps: 2\nmax_steps: 2\nbatch_frames: 120\nmax_utt_frames: 200\n"
+                   "log_every: 1\nckpt_every: 10\nnum_threads: 1\n")
+    assert train_main(["--config", str(cfg), "--shards", str(shard_dir), "--out", str(tmp_path / "t"),
+                       "--init-from", str(base_run)]) == 0
+    a, b = _weights(base_run), _weights(tmp_path / "t")
+    assert all(torch.equal(a[k], b[k]) for k in a if k.startswith("masked."))
