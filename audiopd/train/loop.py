@@ -174,6 +174,7 @@ def train(cfg: TrainConfig, shards: str | Path | list[str | Path], out: str | Pa
         if cfg.train_parts:
             for name in PARTS:
                 getattr(model, name).requires_grad_(name in cfg.train_parts)
+        trainable = [p for p in model.parameters() if p.requires_grad]  # clipped each step; frozen parts are not
         objective = VoiceObjective(model, cfg.loss)
         opt = torch.optim.AdamW(_param_groups(model, cfg.weight_decay), lr=cfg.lr, betas=cfg.betas)
         mask_gen = torch.Generator().manual_seed(cfg.seed * 1000 + rank)
@@ -253,7 +254,7 @@ def train(cfg: TrainConfig, shards: str | Path | list[str | Path], out: str | Pa
                 losses = wrapped(batch, mask_gen)
                 opt.zero_grad(set_to_none=True)
                 losses["loss"].backward()
-                gnorm = torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], cfg.grad_clip)
+                gnorm = torch.nn.utils.clip_grad_norm_(trainable, cfg.grad_clip)
                 opt.step()
                 step += 1
                 batch_pos += 1
