@@ -48,7 +48,13 @@ def write_checksums(directory: Path) -> Path:
 
 
 def verify_checksums(directory: Path) -> None:
-    """Raise ``ArtifactError`` unless every file listed in ``SHA256SUMS`` exists and matches."""
+    """Raise ``ArtifactError`` unless every file listed in ``SHA256SUMS`` exists, lies inside ``directory`` and matches.
+
+    An entry is a plain name relative to the artifact: an absolute name, a ``..`` part or a symlink that
+    resolves outside the directory is rejected, so a crafted artifact cannot make the loader read (and
+    vouch for) any other file on the machine.
+    """
+    directory = Path(directory)
     sums = directory / "SHA256SUMS"
     if not sums.is_file():
         raise ArtifactError(f"{directory}: SHA256SUMS is missing")
@@ -56,11 +62,23 @@ def verify_checksums(directory: Path) -> None:
         if not line.strip():
             continue
         digest, _, name = line.partition("  ")
-        target = directory / name.strip()
+        name = name.strip()
+        target = directory / _checked_entry(directory, name)
         if not target.is_file():
-            raise ArtifactError(f"{directory}: {name.strip()} is listed in SHA256SUMS but missing")
+            raise ArtifactError(f"{directory}: {name} is listed in SHA256SUMS but missing")
         if sha256_file(target) != digest.strip():
-            raise ArtifactError(f"{directory}: checksum mismatch for {name.strip()} (corrupted or edited)")
+            raise ArtifactError(f"{directory}: checksum mismatch for {name} (corrupted or edited)")
+
+
+def _checked_entry(directory: Path, name: str) -> str:
+    """``name`` from SHA256SUMS if it stays inside ``directory`` (symlinks resolved), else ``ArtifactError``."""
+    if not name:
+        raise ArtifactError(f"{directory}: SHA256SUMS has a line without a file name")
+    if os.path.isabs(name) or ".." in Path(name).parts:
+        raise ArtifactError(f"{directory}: SHA256SUMS entry {name!r} points outside the artifact directory")
+    if not (directory / name).resolve().is_relative_to(directory.resolve()):
+        raise ArtifactError(f"{directory}: SHA256SUMS entry {name!r} resolves outside the artifact directory")
+    return name
 
 
 def search_path(kind: str) -> list[Path]:
@@ -86,17 +104,36 @@ def search_path(kind: str) -> list[Path]:
     return paths
 
 
-def find_artifact(kind: str, name: str) -> Path:
-    """Resolve an artifact name (or a directory path) to its directory, or raise a clear error."""
-    candidate = Path(name)
-    if candidate.is_dir() and (candidate / "config.yaml").is_file():
-        return candidate
+def looks_like_path(spec: str) -> bool:
+    """Whether an artifact argument names a directory rather than a shipped artifact.
+
+    Only a spelled-out path counts (a separator, a leading ``.``/``~``, or an absolute path), so a
+    folder in the working directory never shadows the shipped artifact of the same name.
+    """
+    seps = tuple(s for s in (os.sep, os.altsep) if s)
+    return any(s in spec for s in seps) or spec in (".", "..") or spec.startswith("~") or os.path.isabs(spec)
+
+
+def find_artifact(kind: str, name: str | os.PathLike[str]) -> Path:
+    """Resolve a shipped artifact's name, or a directory path, or raise a clear error.
+
+    A ``Path`` is a directory; so is a string that ``looks_like_path``. A bare name is looked up on
+    ``search_path(kind)`` only, never in the working directory: to load a directory there, write ``./NAME``.
+    """
+    what = kind[:-1]
+    if isinstance(name, os.PathLike) or looks_like_path(name):
+        directory = Path(name).expanduser()
+        if not (directory / "config.yaml").is_file():
+            raise ArtifactError(f"no {what} artifact at {directory} (no directory with a config.yaml there)")
+        return directory
+    if not name:
+        raise ArtifactError(f"empty {what} name")
     for root in search_path(kind):
         d = root / name
         if (d / "config.yaml").is_file():
             return d
     looked = ", ".join(str(p) for p in search_path(kind)) or "(nowhere)"
-    raise ArtifactError(f"no {kind[:-1]} named {name!r}: looked in {looked}")
+    raise ArtifactError(f"no {what} named {name!r}: looked in {looked} (a directory is named by a path, e.g. ./{name})")
 
 
 def available(kind: str) -> list[str]:

@@ -116,7 +116,7 @@ def _one_line(message: str) -> str:
 def _roundtrip_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("inputs", nargs="+", metavar="IN.wav", help="audio files at the codec's sample rate")
     p.add_argument("-o", "--outdir", required=True, metavar="OUTDIR", help="where to write the decoded files")
-    p.add_argument("--codec", default=DEFAULT_CODEC, help="codec artifact name or directory (default: %(default)s)")
+    p.add_argument("--codec", default=DEFAULT_CODEC, help="a shipped codec's name or a directory path such as ./mycodec (default: %(default)s)")
     p.add_argument(
         "--levels", type=int, default=None, metavar="N", help="decode from the first N levels (default: all)"
     )
@@ -232,8 +232,8 @@ def _say_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("text", nargs="*", metavar="TEXT",
                    help="text to speak (several arguments are joined); '-' reads stdin")
     p.add_argument("-o", "--output", required=True, metavar="OUT.wav", help="WAV file to write")
-    p.add_argument("--voice", default=None, help="voice artifact name or directory (default: default), a "
-                   "speaker of the default voice, or VOICE:SPEAKER")
+    p.add_argument("--voice", default=None, help="a shipped voice's name or a directory path such as ./myvoice "
+                   "(default: default), a speaker of the default voice, or VOICE:SPEAKER")
     p.add_argument("--mode", choices=("auto", "parallel", "serial"), default="auto",
                    help="decoding path; auto checks the output and escalates on failure (default: auto)")
     p.add_argument("--steps", type=int, default=None, metavar="K", help="level-0 step budget of parallel decoding")
@@ -259,14 +259,14 @@ def _read_text(words: list[str]) -> str:
 
 
 def _load_voice(spec: str | None):
-    """--voice: a voice artifact (name or directory), VOICE:SPEAKER, or a speaker of the default voice."""
+    """--voice: a shipped voice's name or a directory path, VOICE:SPEAKER, or a speaker of the default voice."""
     import audiopd
-    from audiopd.artifacts import find_artifact
+    from audiopd.artifacts import find_artifact, looks_like_path
     from audiopd.errors import ArtifactError
 
     if spec is None:
         return audiopd.load(), None
-    if ":" in spec and not Path(spec).exists():
+    if ":" in spec and not (looks_like_path(spec) and Path(spec).expanduser().is_dir()):
         voice, _, speaker = spec.rpartition(":")
         return audiopd.load(voice or None), speaker or None
     try:
@@ -334,7 +334,8 @@ def _check_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--text", required=True, help="the text the audio should say")
     p.add_argument("--json", action="store_true", help="print the full verdict as JSON")
     p.add_argument("--voice", default=None, metavar="NAME_OR_DIR",
-                   help="use this voice artifact's checker thresholds (its checker.yaml; default: the defaults)")
+                   help="use this voice's checker thresholds (its checker.yaml; a shipped name or a path such as ./myvoice; "
+                   "default: the defaults)")
 
 
 @subcommand("check", help="check that audio says the given text (exit 0 pass, 1 fail, 2 bad input)",
@@ -394,7 +395,7 @@ def _serve_args(p: argparse.ArgumentParser) -> None:
                    help="address to listen on (default: %(default)s; 0.0.0.0 for every interface)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT,
                    help="TCP port, 0 for any free one (default: %(default)s)")
-    p.add_argument("--voice", default=None, help="voice artifact name or directory (default: default), a "
+    p.add_argument("--voice", default=None, help="a shipped voice's name or a directory path such as ./myvoice (default: default), a "
                    "speaker of the default voice, or VOICE:SPEAKER; requests may name another speaker")
     p.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS, metavar="N",
                    help="longest text accepted; longer requests get 413 (default: %(default)s)")

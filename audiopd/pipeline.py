@@ -386,11 +386,11 @@ def load(voice: str | Path | Any | None = None, *, codec: str | Path | Codec | N
     from audiopd.codec import load_codec
     from audiopd.model.voice import VoiceModel, load_voice
 
-    model = voice if isinstance(voice, VoiceModel) else load_voice(str(voice or DEFAULT_VOICE))
+    model = voice if isinstance(voice, VoiceModel) else load_voice(voice or DEFAULT_VOICE)
     if codec is None:
         if not model.info.codec:
             raise ArtifactError("the voice names no codec; pass codec=... explicitly")
         codec = load_codec(model.info.codec)
     elif not isinstance(codec, Codec):
-        codec = load_codec(str(codec))
+        codec = load_codec(codec)
     return Synthesizer(model, codec, config=config)

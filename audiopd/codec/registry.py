@@ -48,8 +48,8 @@ def _factory(kind: object) -> Factory | None:
     return _REGISTERED.get(kind)
 
 
-def load_codec(name: str = DEFAULT_CODEC) -> Codec:
-    """Load a codec by artifact name (``codecs/<name>``) or directory path; verifies checksums."""
+def load_codec(name: str | Path = DEFAULT_CODEC) -> Codec:
+    """Load a codec by shipped artifact name or directory path (``artifacts.find_artifact``); verifies checksums."""
     directory = artifacts.find_artifact("codecs", name)
     try:
         cfg = yaml.safe_load((directory / "config.yaml").read_text())

@@ -146,7 +146,7 @@ def load_voice(name_or_dir: str | Path, *, map_location: str = "cpu") -> VoiceMo
 
     The returned model carries the artifact's ``checker.yaml`` thresholds as ``checker_config``.
     """
-    directory = artifacts.find_artifact("voices", str(name_or_dir))
+    directory = artifacts.find_artifact("voices", name_or_dir)
     cfg = _read_voice_config(directory)
     info_keys = {f.name for f in dataclasses.fields(VoiceInfo)}
     info = from_dict(VoiceInfo, {k: v for k, v in cfg.items() if k in info_keys}, where=f"{directory}/config.yaml")
@@ -176,7 +176,7 @@ def load_checker_config(name_or_dir: str | Path) -> CheckerConfig | None:
     Verifies the artifact like ``load_voice`` (version, kind, checksums); None when it has no
     ``checker.yaml``.
     """
-    directory = artifacts.find_artifact("voices", str(name_or_dir))
+    directory = artifacts.find_artifact("voices", name_or_dir)
     _read_voice_config(directory)
     return _checker_config(directory)
 

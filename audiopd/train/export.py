@@ -41,7 +41,7 @@ def stamp_codec(info: VoiceInfo, codec: str | Path | None = None) -> VoiceInfo:
     if info.codec_fingerprint:
         return info
     try:
-        c = load_codec(str(codec or info.codec))
+        c = load_codec(codec or info.codec)
     except (AudiopdError, OSError):
         return info
     if (c.num_codebooks, c.cardinality, c.sample_rate) != (info.num_codebooks, info.cardinality, info.sample_rate):
