@@ -116,7 +116,8 @@ def _one_line(message: str) -> str:
 def _roundtrip_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("inputs", nargs="+", metavar="IN.wav", help="audio files at the codec's sample rate")
     p.add_argument("-o", "--outdir", required=True, metavar="OUTDIR", help="where to write the decoded files")
-    p.add_argument("--codec", default=DEFAULT_CODEC, help="a shipped codec's name or a directory path such as ./mycodec (default: %(default)s)")
+    p.add_argument("--codec", default=DEFAULT_CODEC,
+                   help="a shipped codec's name or a directory path such as ./mycodec (default: %(default)s)")
     p.add_argument(
         "--levels", type=int, default=None, metavar="N", help="decode from the first N levels (default: all)"
     )
@@ -334,8 +335,8 @@ def _check_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--text", required=True, help="the text the audio should say")
     p.add_argument("--json", action="store_true", help="print the full verdict as JSON")
     p.add_argument("--voice", default=None, metavar="NAME_OR_DIR",
-                   help="use this voice's checker thresholds (its checker.yaml; a shipped name or a path such as ./myvoice; "
-                   "default: the defaults)")
+                   help="use this voice's checker thresholds (its checker.yaml; a shipped name or a path such as "
+                   "./myvoice; default: the defaults)")
 
 
 @subcommand("check", help="check that audio says the given text (exit 0 pass, 1 fail, 2 bad input)",
@@ -395,8 +396,9 @@ def _serve_args(p: argparse.ArgumentParser) -> None:
                    help="address to listen on (default: %(default)s; 0.0.0.0 for every interface)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT,
                    help="TCP port, 0 for any free one (default: %(default)s)")
-    p.add_argument("--voice", default=None, help="a shipped voice's name or a directory path such as ./myvoice (default: default), a "
-                   "speaker of the default voice, or VOICE:SPEAKER; requests may name another speaker")
+    p.add_argument("--voice", default=None, help="a shipped voice's name or a directory path such as ./myvoice "
+                   "(default: default), a speaker of the default voice, or VOICE:SPEAKER; requests may name "
+                   "another speaker")
     p.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS, metavar="N",
                    help="longest text accepted; longer requests get 413 (default: %(default)s)")
     p.add_argument("--threads", type=int, default=None, metavar="N", help="torch threads (default: torch's choice)")
