@@ -47,29 +47,18 @@ class SynthesisOptionError(AudiopdError, ValueError):
 
 
 # Block-local attention (model.layers.block_local_attention) in every masked pass of both decoders, in frames:
-# each block of 64 frames (0.64 s) sees itself and its neighbours. Measured on the shipped voice (session 5):
-# held-out WER parallel 19.9 against 22.0 with full attention (tts_eval --n 24 --seed 1, 96 utterances, same
-# seeds), and a 20 s synthesis 1.10 s against 1.59 s; the passes' cost grows with T x 3W instead of T x T.
+# each block of 64 frames (0.64 s) sees itself and its neighbours, so a pass costs T x 3W instead of T x T, and it
+# measured more intelligible than full attention (samples/report.md, "How the decoding defaults were chosen").
 ATTENTION_WINDOW = 64
 FINE_PASSES = 1  # both decoders' (SynthesisConfig says why)
 
 
 @dataclass(frozen=True)
 class SynthesisConfig:
-    # Explicit mode="parallel" uses these. Measured on the step-4,600 voice (8 held-out sentences x slt, rms):
-    # K=16 + one pass per fine level (SoundStorm) gave WER 34.7% in 23 passes; K=8 + 2 fine passes 28.4% in 10
-    # passes, at half the real-time factor. On the step-10,000 voice (tts_eval --n 12, 48 utterances) K<=4
-    # matched K<=8 (WER 47.1% vs 47.9%) in 6 passes instead of 10, so the default is the cheap one.
-    # Both decoders fill the fine levels with the same passes (the issue's "same refinement passes"); sessions 1-4
-    # gave serial one pass per level (7), so every speed comparison charged it 5 extra full passes. On
-    # ground-truth level 0, 2 passes were no worse than 7 (session 4). Session 5, shipped voice, 96 held-out
-    # utterances (tts_eval --n 24 --seed 1), 64-frame window: serial 23.2 with 7 passes, 21.5 with 2; 1 pass left
-    # parallel as it was (19.6 vs 19.9) but cost serial 22.0 (and 31.2 vs 27.9 on --n 12), so 2 it was.
-    # Session 12, session 11's voice, on a development set (recipes/corpus/dev_set.py: 100 sentences x 4 voices that
-    # no model saw and that are not the test split; decoding settings are chosen there, never on the test split):
-    # parallel K<=4 + 2 fine passes 18.6, K<=3 + 2 passes 18.5, K<=3 + 1 pass 18.0 (paired bootstrap against
-    # K<=4 + 2: -0.65, 95% -1.7..+0.4); serial with 2 fine passes 17.80, with 1 17.78 (-0.02, -0.8..+0.8), with 3
-    # 18.5. So both decoders fill the fine levels in one pass, and parallel takes K<=3.
+    # Explicit mode="parallel" uses these: at most 3 adaptive level-0 passes, then the fine levels in one pass.
+    # Serial fills the fine levels with the same pass, so a speed comparison charges both decoders the same fine
+    # work. Chosen on the development set, never the test split (samples/report.md, "How the decoding defaults
+    # were chosen").
     parallel: ParallelConfig = field(default_factory=lambda: ParallelConfig(
         steps=3, fine_passes=FINE_PASSES, attention_window=ATTENTION_WINDOW))
     serial: SerialConfig = field(default_factory=lambda: SerialConfig(

@@ -14,8 +14,8 @@ calibration set gives 0/160 false alarms and 100% detection of every fault type;
                                 checker RTF 0.045 (recognition ran on 4 of 40 clean clips)
     asr="always":               false alarms 2/40 (5.0%), detection 100%, RTF 0.46
 
-Re-run after the recogniser/aligner became order-independent (session 2, same command, a second job on
-the other core): false alarms 1/40, detection 100% for each fault, checker RTF 0.136.
+Re-run after the recogniser/aligner became order-independent (6df9ec3, 2026-11-30; same command, a second
+job on the other core): false alarms 1/40, detection 100% for each fault, checker RTF 0.136.
 
 A voice's own output may need other thresholds: a voice artifact can ship ``checker.yaml`` (see
 ``audiopd.model.voice``); the default voice's, calibrated on its output, is

@@ -21,10 +21,8 @@ from audiopd.model.encoder import FrameCondition
 @dataclass(frozen=True)
 class SerialConfig:
     # VALL-E 2 defaults for RAS: window 10, threshold 0.1; top-p 0.9 keeps the tail out. At this codec's 100 Hz,
-    # level-0 tokens repeat more than EnCodec's at 75 Hz, and RAS redraws 27-32% of the frames; it still helps.
-    # Session 13, development set (recipes/corpus/dev_set.py, 400 utterances), serial WER: these defaults 17.78,
-    # RAS off 18.83 (paired bootstrap, 95%: +1.05, -0.06..+2.20), threshold 0.3 18.70, threshold 0 18.44,
-    # window 20 17.64 (-0.14, -1.24..+0.87): none better beyond the noise, so the paper's values stay.
+    # level-0 tokens repeat more than EnCodec's at 75 Hz, and RAS redraws 27-32% of the frames; it still helps:
+    # off, looser or stricter was no better on the development set (samples/report.md, "serial decoding").
     sampling: SamplingConfig = field(
         default_factory=lambda: SamplingConfig(temperature=1.0, top_p=0.9, ras_window=10, ras_threshold=0.1)
     )

@@ -191,7 +191,7 @@ def token_durations(tokens: Sequence[str], phones: Sequence[tuple[str, float, fl
 def _fit_to_audio(phones: Sequence[tuple[str, float, float]], audio_seconds: float) -> list[float]:
     """Segment durations that end at the audio's end when flite overshoots it (see token_durations).
 
-    Until session 11 every overshoot was scaled away. For kal16 that moved each boundary earlier by
+    Before a256d5d (2026-12-01) every overshoot was scaled away. For kal16 that moved each boundary earlier by
     3 % of its time, ~95 ms at the end of a 4 s sentence, so the phonemes that conditioned its last
     words sat a phoneme or so ahead of the audio they were trained to produce.
     """

@@ -22,7 +22,7 @@ def test_dictionary_entries_are_normalised_with_their_time_span_shared() -> None
 
 
 @pytest.mark.parametrize("raw", [
-    # Session 12's case: the recogniser's "c.'s" is two words to the evaluation; counted raw, the checker
+    # A test-split clip: the recogniser's "c.'s" is two words to the evaluation; counted raw, the checker
     # saw WER 0.50 (passed at max_wer 0.51) where the evaluation saw 0.54 (broken).
     "c.'s include a girl being stuffed with dryer than fleischman smarter and and a bar is served up on the "
     "side dish with the time pressing",
