@@ -38,7 +38,7 @@ def test_checker_wer_equals_the_evaluations(raw: str) -> None:
     assert rep.hypothesis == " ".join(text_to_words(raw))
 
 
-def test_the_session_12_clip_now_fails_at_the_shipped_threshold() -> None:
+def test_the_c_s_clip_now_fails_at_the_shipped_threshold() -> None:
     ref = text_to_words("Scenes include a girl being stuffed with chives and Fleischman's margarine and a boy "
                         "served up on a side dish with beets and dressing.")
     raw = ("c.'s include a girl being stuffed with dryer than fleischman smarter and and a bar is served up on "
