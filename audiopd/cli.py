@@ -116,8 +116,7 @@ def _one_line(message: str) -> str:
 def _roundtrip_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("inputs", nargs="+", metavar="IN.wav", help="audio files at the codec's sample rate")
     p.add_argument("-o", "--outdir", required=True, metavar="OUTDIR", help="where to write the decoded files")
-    p.add_argument("--codec", default=DEFAULT_CODEC,
-                   help="a shipped codec's name or a directory path such as ./mycodec (default: %(default)s)")
+    p.add_argument("--codec", default=DEFAULT_CODEC, help="shipped codec name or a ./path (default: %(default)s)")
     p.add_argument(
         "--levels", type=int, default=None, metavar="N", help="decode from the first N levels (default: all)"
     )
@@ -233,8 +232,8 @@ def _say_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("text", nargs="*", metavar="TEXT",
                    help="text to speak (several arguments are joined); '-' reads stdin")
     p.add_argument("-o", "--output", required=True, metavar="OUT.wav", help="WAV file to write")
-    p.add_argument("--voice", default=None, help="a shipped voice's name or a directory path such as ./myvoice "
-                   "(default: default), a speaker of the default voice, or VOICE:SPEAKER")
+    p.add_argument("--voice", default=None, help="shipped voice name or a path like ./myvoice (default: default), a "
+                   "speaker of the default voice, or VOICE:SPEAKER")
     p.add_argument("--mode", choices=("auto", "parallel", "serial"), default="auto",
                    help="decoding path; auto checks the output and escalates on failure (default: auto)")
     p.add_argument("--steps", type=int, default=None, metavar="K", help="level-0 step budget of parallel decoding")
@@ -335,8 +334,7 @@ def _check_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--text", required=True, help="the text the audio should say")
     p.add_argument("--json", action="store_true", help="print the full verdict as JSON")
     p.add_argument("--voice", default=None, metavar="NAME_OR_DIR",
-                   help="use this voice's checker thresholds (its checker.yaml; a shipped name or a path such as "
-                   "./myvoice; default: the defaults)")
+                   help="use the checker.yaml of this voice (shipped name or path like ./myvoice; default: none)")
 
 
 @subcommand("check", help="check that audio says the given text (exit 0 pass, 1 fail, 2 bad input)",
@@ -396,9 +394,8 @@ def _serve_args(p: argparse.ArgumentParser) -> None:
                    help="address to listen on (default: %(default)s; 0.0.0.0 for every interface)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT,
                    help="TCP port, 0 for any free one (default: %(default)s)")
-    p.add_argument("--voice", default=None, help="a shipped voice's name or a directory path such as ./myvoice "
-                   "(default: default), a speaker of the default voice, or VOICE:SPEAKER; requests may name "
-                   "another speaker")
+    p.add_argument("--voice", default=None, help="shipped voice name or a path like ./myvoice (default: default), a "
+                   "speaker of the default voice, or VOICE:SPEAKER; requests may name another speaker")
     p.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS, metavar="N",
                    help="longest text accepted; longer requests get 413 (default: %(default)s)")
     p.add_argument("--threads", type=int, default=None, metavar="N", help="torch threads (default: torch's choice)")

@@ -374,8 +374,8 @@ def _csv_of(kind: type, what: str) -> Callable[[str], tuple]:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``audiopd bench`` (torch-free, so ``--help`` stays light)."""
-    p.add_argument("--voice", default=None, help="a shipped voice's name or a directory path such as ./myvoice "
-                   "(default: default), a speaker of the default voice, or VOICE:SPEAKER")
+    p.add_argument("--voice", default=None, help="shipped voice name or a path like ./myvoice (default: default), a "
+                   "speaker of the default voice, or VOICE:SPEAKER")
     p.add_argument("--lengths", type=_csv_of(float, "--lengths"), default=BenchConfig.lengths, metavar="S,S,...",
                    help="target seconds per text (default: 1,2,5,10,20)")
     p.add_argument("--batch", type=_csv_of(int, "--batch"), default=BenchConfig.batches, metavar="B,B,...",

@@ -163,8 +163,7 @@ def _csv(text: str) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m audiopd.eval.oracle", description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", required=True, help="corpus directory (recipes/corpus)")
-    ap.add_argument("--voice", default=None, help="a shipped voice's name or a directory path "
-                    "such as ./myvoice (default: default)")
+    ap.add_argument("--voice", default=None, help="shipped voice name or a path like ./myvoice (default: default)")
     ap.add_argument("--n", type=int, default=40, help="utterances per speaker")
     ap.add_argument("--speakers", default=None, help="comma-separated speakers (default: all)")
     ap.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated systems")

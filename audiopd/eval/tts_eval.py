@@ -338,8 +338,7 @@ def _csv(text: str) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m audiopd.eval.tts_eval", description=__doc__.splitlines()[0])
     p.add_argument("--data", default="data", help="corpus root holding corpus/manifest.jsonl (default: data)")
-    p.add_argument("--voice", default=None, help="a shipped voice's name or a directory path "
-                   "such as ./myvoice (default: default)")
+    p.add_argument("--voice", default=None, help="shipped voice name or a path like ./myvoice (default: default)")
     p.add_argument("--n", type=int, default=40, help="held-out sentences per speaker (default: 40)")
     p.add_argument("--modes", default="parallel,serial", help="comma-separated of parallel, serial, auto")
     p.add_argument("--steps", type=int, default=None, metavar="K", help="level-0 step budget of parallel decoding")
