@@ -276,7 +276,7 @@ class WorldCodec(Codec):
             # Quantisation noise is frame-independent, speech envelopes are not: a 3-tap smoothing
             # removes frame-to-frame jitter that sounds like roughness. A voice's fine levels are predicted
             # per frame, so they jitter more than analysed ones; the shipped box (1/3) lowered held-out WER
-            # (recipes/corpus/conf/world16k.yaml).
+            # (codecs/world16k/README.md, "Decode-time smoothing").
             a = cfg.smooth
             v[1:-1] = (1 - 2 * a) * v[1:-1] + a * (v[:-2] + v[2:])
         mcep = v[:, : cfg.mcep_dims].copy()
