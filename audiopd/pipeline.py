@@ -371,7 +371,7 @@ def _check_compatible(model, codec: Codec) -> None:
 
 def load(voice: str | Path | Any | None = None, *, codec: str | Path | Codec | None = None,
          config: SynthesisConfig | None = None) -> Synthesizer:
-    """Load a voice (artifact name under voices/, a directory, or a VoiceModel) and the codec it names."""
+    """Load a voice (a shipped name, a directory path such as ./myvoice, or a VoiceModel) and the codec it names."""
     from audiopd.codec import load_codec
     from audiopd.model.voice import VoiceModel, load_voice
 

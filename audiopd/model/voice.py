@@ -142,7 +142,7 @@ def save_voice(model: VoiceModel, directory: str | Path, *, extra: dict[str, Any
 
 
 def load_voice(name_or_dir: str | Path, *, map_location: str = "cpu") -> VoiceModel:
-    """Load a voice artifact by name (``voices/<name>``) or directory; verifies checksums and version.
+    """Load a shipped voice by name, or a voice directory by path (``artifacts.find_artifact``); verifies it.
 
     The returned model carries the artifact's ``checker.yaml`` thresholds as ``checker_config``.
     """
