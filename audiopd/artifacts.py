@@ -107,8 +107,8 @@ def search_path(kind: str) -> list[Path]:
 def looks_like_path(spec: str) -> bool:
     """Whether an artifact argument names a directory rather than a shipped artifact.
 
-    Only a spelled-out path counts (a separator, a leading ``.``/``~``, or an absolute path), so a
-    folder in the working directory never shadows the shipped artifact of the same name.
+    Only a spelled-out path counts (a separator as in ``./NAME``, ``.`` or ``..``, a leading ``~``, or an
+    absolute path), so a folder in the working directory never shadows the shipped artifact of the same name.
     """
     seps = tuple(s for s in (os.sep, os.altsep) if s)
     return any(s in spec for s in seps) or spec in (".", "..") or spec.startswith("~") or os.path.isabs(spec)
