@@ -319,6 +319,8 @@ def cmd_say(args: argparse.Namespace) -> int:
         for path in written:  # all or nothing
             path.unlink(missing_ok=True)
         raise AudiopdError(f"cannot write {target}: {exc.strerror or exc}") from None
+    for warning in result.report.get("warnings", []):
+        print(f"{PROG}: warning: {_one_line(warning)}", file=sys.stderr)
     verdict = result.report.get("check")
     if verdict is not None and not verdict["passed"]:
         # Delivered (the best attempt), but never silently: say why it failed.

@@ -15,6 +15,10 @@ class NothingToSpeakError(AudiopdError, ValueError):
     """The text holds nothing speakable (empty, only symbols, or an unsupported script)."""
 
 
+class TextLimitError(AudiopdError, ValueError):
+    """Text the frontend refuses because it would cost unbounded work (a word too long to be a word)."""
+
+
 class AudioInputError(AudiopdError, ValueError):
     """An audio input is unreadable, empty, not audio, or has an unsupported sample rate."""
 

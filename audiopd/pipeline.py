@@ -232,10 +232,11 @@ class Synthesizer:
 
     def _prepare(self, text: str) -> list[tuple[str, Any]]:
         """Chunks of ``text`` and their phonemes; unspeakable chunks are skipped, all-unspeakable raises."""
-        from audiopd.text import chunk_text, phonemize
+        from audiopd.text import check_word_limits, chunk_text, phonemize
 
         if not isinstance(text, str):
             raise TypeError(f"text must be str, got {type(text).__name__}")
+        check_word_limits(text)  # on the whole text: chunking would cut a 3,000-letter "word" into pieces
         out = []
         for chunk in chunk_text(text, self.config.max_chunk_chars):
             try:
@@ -310,6 +311,10 @@ class Synthesizer:
             "budget_exhausted": any(outcomes[id(it)].budget_exhausted for it in items),
             "check": _combined_check(delivered, [s / self.sample_rate for s in starts]),
         }
+        if report["budget_exhausted"]:
+            # Said, never silent: the user learns that a later, costlier attempt was skipped.
+            report["warnings"] = [*meta["warnings"], "the time budget stopped escalation before every attempt "
+                                  "was tried (time_budget_s, or the auto ladder's escalation_budget)"]
         return Result(audio=audio, sample_rate=self.sample_rate, report=report, words=words)
 
 

@@ -8,6 +8,7 @@ Checker stubs appear only where a test must force a pass or a failure.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import shutil
@@ -192,6 +193,10 @@ def test_voice_rejects_a_codec_whose_tokens_mean_something_else(artifacts) -> No
 
 # ---------------------------------------------------------------------------------------- auto mode
 def test_auto_escalates_to_serial_and_delivers_the_best_failing_attempt(tts) -> None:
+    # The whole ladder: no escalation budget (the stub checks in microseconds, so a budget priced by the first
+    # attempt would end it early; test_say_says_when_the_budget_cut_escalation covers the budget).
+    auto = dataclasses.replace(tts.config.auto, escalation_budget=None)
+    tts.config = dataclasses.replace(tts.config, auto=auto)
     tts.checker = Stub((False, 0.2), (False, 0.7), (False, 0.3), (False, 0.5))
     res = tts.synthesize(TEXT, seed=0)
     steps = [(a["mode"], a["kind"]) for a in res.report["attempts"]]
@@ -214,6 +219,23 @@ def test_time_budget_limits_escalation(tts) -> None:
     tts.checker = Stub((False, 0.2))
     res = tts.synthesize(TEXT, seed=0, time_budget_s=1e-6)
     assert len(res.report["attempts"]) == 1 and res.report["budget_exhausted"]
+
+
+def test_say_says_when_the_budget_cut_escalation(artifacts, tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.setattr("audiopd.pipeline.default_checker", lambda: Stub((False, 0.1)))
+    tts = audiopd.load()
+    res = tts.synthesize(TEXT, seed=0, time_budget_s=1e-6)
+    assert any("time budget" in w for w in res.report["warnings"])
+    monkeypatch.setattr("audiopd.cli._load_voice", lambda spec: (tts, None))
+    monkeypatch.setattr(tts, "synthesize", lambda *a, **kw: res)
+    assert main(["say", TEXT, "-o", str(tmp_path / "b.wav")]) == 0
+    assert "warning: the time budget stopped escalation" in capsys.readouterr().err
+
+
+def test_refused_text_is_one_line_and_writes_nothing(artifacts, tmp_path, capsys) -> None:
+    out = tmp_path / "long.wav"
+    _one_line_error(capsys, main(["say", "x" * 3000, "-o", str(out), "--mode", "parallel"]), "3,000 letters")
+    assert not out.exists()
 
 
 def test_explicit_check_on_a_fixed_mode_reports_without_escalating(tts) -> None:

@@ -61,10 +61,17 @@ class AutoConfig:
     # flagged spans are widened before re-masking.
     repair_margin_s: float = 0.08
     serial_fallback: bool = True
+    # Escalation (repair, more steps, serial) may spend at most this multiple of the first attempt's own wall
+    # time (decode + check), so no input costs much more than (1 + this) x a checked parallel synthesis: without it,
+    # 1,000 characters of nonsense words, which fail every check, ran the whole ladder for 5.8x the plain
+    # parallel time (samples/report.md, "Bounded work"). None: only ``time_budget_s`` limits escalation.
+    escalation_budget: float | None = 4.0
 
     def validate(self) -> None:
         if self.first_steps < 1 or self.escalate_steps < 1:
             raise ValueError("first_steps and escalate_steps must be >= 1")
+        if self.escalation_budget is not None and not self.escalation_budget >= 0.0:
+            raise ValueError(f"escalation_budget must be >= 0 or None, got {self.escalation_budget}")
         if not self.repair_margin_s >= 0.0:
             raise ValueError(f"repair_margin_s must be >= 0, got {self.repair_margin_s}")
 
@@ -237,6 +244,7 @@ class Renderer:
                              checking=checking)
         runs: dict[int, int] = {}
         exhausted = False
+        t_first = time.perf_counter()
         for s, stage in enumerate(stages):
             rows = list(range(len(items)))
             if s > 0:
@@ -253,6 +261,10 @@ class Renderer:
                     break
             run, passes = self._run_stage(stage, items, rows, cond, seed=_seed_for(seed, group, s), checking=checking)
             runs[run] = passes
+            if s == 0 and self.auto.escalation_budget is not None:
+                # Measured, not predicted: the first attempt's wall time prices this group's escalation.
+                own = time.perf_counter() + self.auto.escalation_budget * (time.perf_counter() - t_first)
+                deadline = own if deadline is None else min(deadline, own)
         return GroupOutcome(first_path=first, stages=stages, budget_exhausted=exhausted, runs=runs)
 
     def _run_stage(self, stage: Stage, items: list[Item], rows: list[int], cond: FrameCondition, *, seed: int,

@@ -1,6 +1,6 @@
 """audiopd.text: the English text frontend (normalisation, sentence chunking, G2P, phoneme inventory)."""
 
-from audiopd.text.frontend import Phonemized, WordSpan, phonemize, spoken_words
+from audiopd.text.frontend import Phonemized, WordSpan, check_word_limits, phonemize, spoken_words
 from audiopd.text.normalize import normalize_text
 from audiopd.text.sentences import chunk_text, split_sentences
 from audiopd.text.symbols import INVENTORY_VERSION, NUM_SYMBOLS, PAD_ID, SYMBOLS
@@ -12,6 +12,7 @@ __all__ = [
     "SYMBOLS",
     "Phonemized",
     "WordSpan",
+    "check_word_limits",
     "chunk_text",
     "normalize_text",
     "phonemize",

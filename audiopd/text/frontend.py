@@ -19,8 +19,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from audiopd.errors import NothingToSpeakError
-from audiopd.text.g2p import g2p_word
+from audiopd.errors import NothingToSpeakError, TextLimitError
+from audiopd.text.g2p import g2p_word, is_spelled
 from audiopd.text.normalize import normalize_text
 from audiopd.text.symbols import BOS, EOS, PUNCTUATION, WORD_BOUNDARY, symbols_to_ids
 
@@ -88,6 +88,31 @@ def _nothing_to_speak(text: str) -> NothingToSpeakError:
 
 _SENTENCE_END = frozenset(".!?")
 
+# Bounded work for any input: the longest word of the CMU dictionary has 28 letters
+# ("antidisestablishmentarianism") and the longest English coinage in common dictionaries 45, so a longer
+# "word" is no word; spoken letter by letter or by rules it would be minutes of audio that the checker can
+# only fail (3,000 letters without a space took 10.5 minutes in auto mode). Such text is refused, never cut.
+MAX_WORD_LETTERS = 48
+# A word read out letter by letter (no vowel, not in the dictionary: "xkcd") costs ~0.4 s a letter.
+MAX_SPELLED_LETTERS = 12
+
+
+def check_word_limits(text: str) -> None:
+    """Raise ``TextLimitError`` if a word of ``text`` is over the limits (before chunking splits it)."""
+    for n, item in enumerate(w for w in _items(normalize_text(text)) if w not in _PUNCT):
+        _check_word(item, n)
+
+
+def _check_word(word: str, index: int) -> None:
+    letters = sum(c.isalpha() for c in word)
+    shown = word if len(word) <= 24 else word[:21] + "..."
+    if letters > MAX_WORD_LETTERS:
+        raise TextLimitError(f"word {index + 1} ({shown!r}) has {letters:,} letters; words of more than "
+                             f"{MAX_WORD_LETTERS} letters are refused (put spaces between the words)")
+    if letters > MAX_SPELLED_LETTERS and is_spelled(word):
+        raise TextLimitError(f"word {index + 1} ({shown!r}) would be spelled out letter by letter ({letters} "
+                             f"letters); at most {MAX_SPELLED_LETTERS} spelled letters per word are accepted")
+
 
 def _is_initial_article(items: list[str], i: int, started: bool) -> bool:
     """Is ``items[i]`` a sentence-initial capital "A" that is the article, not the letter name?
@@ -106,7 +131,9 @@ def phonemize(text: str) -> Phonemized:
     """Normalise ``text`` and turn it into phoneme tokens, ids and word spans.
 
     Raises ``NothingToSpeakError`` when no speakable word remains (empty, whitespace, only symbols,
-    or only unsupported scripts); ``TypeError`` when ``text`` is not a ``str``.
+    or only unsupported scripts); ``TextLimitError`` for a word over ``MAX_WORD_LETTERS`` letters or one
+    that would be spelled out with more than ``MAX_SPELLED_LETTERS`` letters; ``TypeError`` when ``text``
+    is not a ``str``.
     """
     if not isinstance(text, str):
         raise TypeError(f"phonemize expects str, got {type(text).__name__}")
@@ -115,6 +142,8 @@ def phonemize(text: str) -> Phonemized:
     words: list[WordSpan] = []
     pending_punct: str | None = None
     items = list(_items(normalized))
+    for n, item in enumerate(w for w in items if w not in _PUNCT):
+        _check_word(item, n)
     for i, item in enumerate(items):
         if item in _PUNCT:
             if words:  # leading punctuation carries no pause worth a token

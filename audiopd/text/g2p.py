@@ -188,6 +188,12 @@ def _from_suffix(word: str) -> tuple[str, ...] | None:
     return None
 
 
+def is_spelled(word: str) -> bool:
+    """Would ``g2p_word`` read this word out letter by letter (no vowel letter, not in the dictionary)?"""
+    letters = re.sub(r"[^A-Za-z]", "", word)
+    return bool(letters) and not re.search(r"[aeiouyAEIOUY]", letters) and lookup(letters) is None
+
+
 @functools.lru_cache(maxsize=65536)
 def g2p_word(word: str) -> tuple[str, ...]:
     """ARPAbet phones (with stress digits) for one written word; never raises for a ``str``.

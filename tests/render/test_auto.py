@@ -35,7 +35,8 @@ from audiopd.render.cost import PARALLEL, SERIAL, CostModel
 from audiopd.render.report import verdict_to_dict
 
 P, S = PARALLEL, SERIAL
-AUTO = AutoConfig(first_steps=4, escalate_steps=12)
+# No escalation budget: these tests script the whole ladder on a model whose passes take microseconds.
+AUTO = AutoConfig(first_steps=4, escalate_steps=12, escalation_budget=None)
 
 
 @pytest.mark.parametrize(
@@ -112,8 +113,8 @@ class ScriptedChecker:
                 "bad_spans": spans}
 
 
-def _setup(model, lengths, checker, cost=None):
-    r = Renderer(model, make_fixture_codec(), parallel=ParallelConfig(), serial=SerialConfig(), auto=AUTO,
+def _setup(model, lengths, checker, cost=None, auto=AUTO):
+    r = Renderer(model, make_fixture_codec(), parallel=ParallelConfig(), serial=SerialConfig(), auto=auto,
                  cost=cost or CostModel(), checker=checker)
     items, ph, dur = [], torch.zeros(len(lengths), 8, dtype=torch.long), torch.zeros(len(lengths), 8, dtype=torch.long)
     for i, n in enumerate(lengths):
@@ -193,6 +194,29 @@ def test_deadline_stops_escalation(model) -> None:
     out = r.render_group(items, cond, mode="auto", steps=None, seed=0, group=0, checking=True,
                          deadline=time.perf_counter())
     assert out.budget_exhausted and len(items[0].attempts) == 1
+
+
+def test_escalation_budget_prices_the_ladder_by_the_first_attempt(model) -> None:
+    # A checker that always fails and costs 200 ms a call (far more than the tiny model's decoding): the first
+    # attempt takes ~0.2 s, so an escalation budget of 1.5x leaves room for one or two more checked attempts,
+    # never the whole four-stage ladder.
+    def slow_failing(audio, sr, text, **kw):
+        time.sleep(0.2)
+        return {"passed": False, "score": 0.1, "reasons": ["x"], "bad_spans": [(0.0, 0.1)]}
+
+    tight = AutoConfig(first_steps=4, escalate_steps=12, escalation_budget=1.5)
+    r, items, cond = _setup(model, [40], slow_failing, auto=tight)
+    out = r.render_group(items, cond, mode="auto", steps=None, seed=0, group=0, checking=True, deadline=None)
+    assert out.budget_exhausted and 1 < len(items[0].attempts) < 4
+    r, items, cond = _setup(model, [40], slow_failing)  # no budget: the whole ladder
+    out = r.render_group(items, cond, mode="auto", steps=None, seed=0, group=0, checking=True, deadline=None)
+    assert not out.budget_exhausted and len(items[0].attempts) == 4
+
+
+def test_escalation_budget_is_validated() -> None:
+    with pytest.raises(ValueError, match="escalation_budget"):
+        AutoConfig(escalation_budget=-1.0).validate()
+    AutoConfig(escalation_budget=None).validate()
 
 
 def test_select_trims_to_the_longest_selected_item(model) -> None:

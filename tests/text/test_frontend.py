@@ -118,3 +118,33 @@ def test_capital_a_article_or_letter(text: str, word_index: int, first_phone: st
     w = ph.words[word_index]
     assert w.word == "a"
     assert ph.tokens[w.start] == first_phone
+
+
+# ---- bounded work: words too long to be words are refused, never spoken for minutes ----------------
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("x" * 3000, "3,000 letters"),  # 3,000 letters without a space
+        ("Say " + "ab" * 25 + " now.", "50 letters"),  # just over MAX_WORD_LETTERS, with vowels
+        ("The code bcdfghjklmnpq is spelled.", "spelled out letter by letter (13 letters)"),
+    ],
+)
+def test_unbounded_words_are_refused_with_one_line(text: str, needle: str) -> None:
+    from audiopd.errors import TextLimitError
+
+    with pytest.raises(TextLimitError, match=r"refused|at most") as err:
+        phonemize(text)
+    msg = str(err.value)
+    assert needle in msg and "\n" not in msg and len(msg) < 200
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Pneumonoultramicroscopicsilicovolcanoconiosis is a long word.",  # 45 letters: the longest coinage
+        "Read xkcd and HTML daily.",  # short words spelled by letters stay fine
+        "A " * 400 + "end.",  # many spelled letters as separate words are ordinary text
+    ],
+)
+def test_long_but_real_words_still_speak(text: str) -> None:
+    assert phonemize(text).words
