@@ -59,10 +59,10 @@ class RenderOptions:
             raise RenderOptionError(f"--format must be one of {', '.join(AUDIO_FORMATS)}, got {self.format!r}")
         if self.engine not in ENGINES:
             raise RenderOptionError(f"--engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
-        for name in ("workers", "threads", "rows_per_call"):
+        for name, flag in (("workers", "--workers"), ("threads", "--threads"), ("rows_per_call", "--batch-rows")):
             value = getattr(self, name)
             if value is not None and value < 1:
-                raise RenderOptionError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+                raise RenderOptionError(f"{flag} must be >= 1, got {value}")
         check_decoder(self.decoder)
 
     @property
@@ -114,11 +114,11 @@ def request_of(row: Row, options: RenderOptions) -> dict[str, Any]:
             "speed": s.speed, "format": options.format, "decoder": options.decoder or DEFAULT_DECODER}
 
 
-def _same_request(entry: dict[str, Any], row: Row, options: RenderOptions) -> bool:
+def _same_request(entry: dict[str, Any], row: Row, options: RenderOptions, voice_sha256: str | None) -> bool:
     old, new = entry.get("request") or {}, request_of(row, options)
     if new["seed"] is None:  # "any seed" is satisfied by the one drawn last time
         old = {**old, "seed": None}
-    return entry.get("text") == row.text and old == new
+    return entry.get("text") == row.text and old == new and entry.get("voice_sha256") == voice_sha256
 
 
 def render(rows: list[Row], outdir: str | Path, loader: Loader, options: RenderOptions,
@@ -133,16 +133,21 @@ def render(rows: list[Row], outdir: str | Path, loader: Loader, options: RenderO
     summary = Summary(rows=len(rows))
     ext = options.format
     workers = options.workers if options.engine == "ray" else (options.workers or 1)
+    local = None
     if options.engine == "local" and workers == 1:
         # Load here, before OUTDIR is touched: a voice that does not load is a usage error with nothing written.
-        loader = Worker(loader, options.format, options.threads)
+        loader = local = Worker(loader, options.format, options.threads)
     with Manifest(outdir, options.manifest) as manifest:
+        fingerprint = None
+        if manifest.entries:  # resuming: a skip needs the same voice, so this process loads it once too
+            fingerprint = (local or Worker(loader, options.format, options.threads)).fingerprint
         names = [f"{r.id}.{ext}" for r in rows if r.error is None]
         summary.temp_files_removed = remove_temp_files(outdir, names)
         todo, stale = [], []
         for row in rows:
             entry = manifest.entries.get(row.id) if row.error is None else None
-            if entry is not None and entry.get("path") == f"{row.id}.{ext}" and _same_request(entry, row, options):
+            if (entry is not None and entry.get("path") == f"{row.id}.{ext}"
+                    and _same_request(entry, row, options, fingerprint)):
                 summary.skipped += 1
                 _count_ok(summary, entry)
             elif row.error is None:
@@ -190,7 +195,7 @@ def _record_ok(manifest: Manifest, summary: Summary, row: Row, res: dict[str, An
     write_durable(outdir / rel, res["data"])  # the file first: a manifest line always names a complete file
     entry = {"id": row.id, "status": "ok", "path": rel, "text": row.text,
              **{k: res[k] for k in ("voice", "mode", "requested_mode", "steps", "seed", "speed", "seconds",
-                                    "samples", "sample_rate", "sha256", "chunks", "check", "warnings", "timings")},
+                                    "samples", "sample_rate", "sha256", "chunks", "check", "warnings", "timings", "voice_sha256")},
              "decoder": options.decoder or DEFAULT_DECODER, "line": row.line, "request": request_of(row, options)}
     manifest.append(entry)
     summary.rendered += 1

@@ -15,7 +15,7 @@ from audiopd.render.batch import DEFAULT_DECODER, RenderOptions, render
 from audiopd.render.engines import ENGINES
 from audiopd.render.inputs import FORMATS, MODES, parse_shard, read_rows, select_shard
 from audiopd.render.manifest import MANIFEST
-from audiopd.render.worker import AUDIO_FORMATS
+from audiopd.render.worker import AUDIO_FORMATS, ROWS_PER_CALL
 
 EXIT_OK, EXIT_ROW_ERRORS = 0, 1
 
@@ -43,6 +43,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, default=None, metavar="N", help="local: worker processes, each loading "
                    "the voice once (default 1: this process); ray: actors (default: one per cluster CPU)")
     p.add_argument("--threads", type=int, default=None, metavar="N", help="torch threads per worker")
+    p.add_argument("--batch-rows", type=int, default=ROWS_PER_CALL, metavar="N",
+                   help="rows per synthesis call; the facade packs their chunks into padded decoder batches of "
+                   "similar length (default: %(default)s)")
     p.add_argument("--shard", default=None, metavar="I/N",
                    help="render only rows with index %% N == I (0-based), e.g. a Slurm array task; its manifest "
                    "is manifest.shard-I-of-N.jsonl so shards can share OUTDIR")
@@ -55,6 +58,7 @@ def run_command(args: argparse.Namespace, load_voice: Callable) -> int:
     options = RenderOptions(
         voice=args.voice, mode=args.mode, steps=args.steps, seed=args.seed, speed=args.speed, format=args.format,
         decoder=args.decoder, engine=args.engine, workers=args.workers, threads=args.threads,
+        rows_per_call=args.batch_rows,
         manifest=MANIFEST if shard is None else f"manifest.shard-{shard[0]}-of-{shard[1]}.jsonl")
     options.validate()
     rows = select_shard(read_rows(args.input, args.input_format), shard)

@@ -92,6 +92,7 @@ class Worker:
             torch.set_num_threads(threads)
         self.tts, self.speaker = loader()
         self.fmt = fmt
+        self.fingerprint = voice_fingerprint(self.tts)
 
     def render(self, batch: Batch) -> list[dict[str, Any]]:
         """One result dict per row (see ``_ok`` / ``_error``); a failing call is retried row by row so one bad
@@ -129,8 +130,21 @@ class Worker:
             "check": None if verdict is None else {"passed": bool(verdict["passed"]),
                                                    "score": round(float(verdict["score"]), 4),
                                                    "reasons": list(verdict["reasons"])},
-            "warnings": list(rep.get("warnings") or []), "timings": timings,
+            "warnings": list(rep.get("warnings") or []), "timings": timings, "voice_sha256": self.fingerprint,
         }
+
+
+def voice_fingerprint(tts: Any) -> str:
+    """sha256 over the voice's weights and the codec's name and token fingerprint: a rerun with another voice
+    (a changed --voice, AUDIOPD_VOICES_PATH or a retrained artifact) renders again instead of skipping."""
+    import torch
+
+    h = hashlib.sha256()
+    for name, tensor in sorted(tts.model.state_dict().items()):
+        h.update(name.encode())
+        h.update(tensor.detach().to("cpu", torch.float32).contiguous().numpy().tobytes())
+    h.update(f"{tts.codec.name}:{getattr(tts.codec, 'token_fingerprint', '')}".encode())
+    return h.hexdigest()
 
 
 def _error(row: Row, exc: BaseException) -> dict[str, Any]:
