@@ -212,7 +212,7 @@ def _record_error(manifest: Manifest, summary: Summary, row: Row, error: str, op
 
 
 class Progress:
-    """A tqdm bar with ETA when stderr is a terminal; otherwise a plain line every ``interval`` seconds."""
+    """A tqdm bar with ETA when stderr is a terminal (and tqdm installed); else a line every ``interval`` s."""
 
     def __init__(self, total: int, done: int, log: TextIO, interval: float) -> None:
         self.total, self.done, self.log, self.interval = total, done, log, interval
@@ -224,8 +224,10 @@ class Progress:
         self.t0 = self.last = time.monotonic()
         self._started_at = self.done
         if getattr(self.log, "isatty", lambda: False)():
-            from tqdm import tqdm
-
+            try:
+                from tqdm import tqdm
+            except ImportError:  # the `render` extra is absent: plain lines it is
+                return
             self.bar = tqdm(total=self.total, initial=self.done, unit="row", file=self.log, desc="render",
                             dynamic_ncols=True)
 
