@@ -104,7 +104,7 @@ class Summary:
         rtf = "n/a" if self.rtf is None else f"{self.rtf:.4f}"
         return (f"rows {self.rows}: {self.rendered} rendered, {self.skipped} already done, {self.errors} errors; "
                 f"audio {self.audio_s / 3600:.3f} h ({self.rendered_audio_s:.1f} s rendered now); wall "
-                f"{self.wall_s:.1f} s (voice load {self.load_s:.1f} s); RTF {rtf}; failed checks {self.failed_checks}")
+                f"{self.wall_s:.1f} s (start-up {self.load_s:.1f} s); RTF {rtf}; failed checks {self.failed_checks}")
 
 
 def request_of(row: Row, options: RenderOptions) -> dict[str, Any]:

@@ -177,3 +177,44 @@ def test_stdin_input(artifacts, monkeypatch):
     assert main(["render", "-", "-o", str(out), "--mode", "parallel"]) == 0
     assert sorted(by_id(out)) == ["000001", "000002"]
     assert os.path.isfile(out / "000002.wav")
+
+
+def test_a_row_that_breaks_its_call_is_isolated(artifacts, tmp_path):
+    tts = audiopd.load()
+    real = tts.synthesize_batch
+
+    def flaky(texts, **kw):  # a bug that only one text triggers
+        if any("boom" in t for t in texts):
+            raise RuntimeError("kaboom")
+        return real(texts, **kw)
+
+    tts.synthesize_batch = flaky
+    rows = read_rows(jsonl(tmp_path / "in.jsonl", [{"id": f"r{i}", "text": t} for i, t in
+                                                   enumerate(["Hello there.", "It goes boom.", "Good night."])]))
+    summary = render(rows, tmp_path / "out", lambda: (tts, None), RenderOptions(mode="parallel"))
+    e = by_id(tmp_path / "out")
+    assert (summary.rendered, summary.errors) == (2, 1)
+    assert e["r1"]["status"] == "error" and "internal error RuntimeError: kaboom" in e["r1"]["error"]
+
+
+def test_progress_plain_lines_off_a_terminal_and_a_bar_on_one(artifacts, tmp_path):
+    import io
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    rows = read_rows(jsonl(tmp_path / "in.jsonl", [{"id": f"r{i}", "text": t} for i, t in enumerate(TEXTS)]))
+    for log, expect in ((io.StringIO(), "render: 5/5 rows"), (Tty(), "render: 100%")):
+        render(rows, tmp_path / f"out{expect[-1]}", lambda: (audiopd.load(), None),
+               RenderOptions(mode="parallel", rows_per_call=1, progress_interval_s=0.0), log=log)
+        assert expect in log.getvalue()
+
+
+def test_local_worker_processes_match_in_process_rendering(artifacts):
+    src = jsonl(artifacts / "in.jsonl", [{"id": f"r{i}", "text": t} for i, t in enumerate(TEXTS)])
+    for out, extra in (("one", []), ("two", ["--workers", "2", "--threads", "1"])):
+        assert main(["render", src, "-o", str(artifacts / out), "--mode", "parallel", "--batch-rows", "2",
+                     *extra]) == 0
+    one, two = by_id(artifacts / "one"), by_id(artifacts / "two")
+    assert {k: e["sha256"] for k, e in one.items()} == {k: e["sha256"] for k, e in two.items()}
