@@ -390,7 +390,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 # ----------------------------------------------------------------------------------------- render
 def _render_args(p: argparse.ArgumentParser) -> None:
-    from audiopd.render.cli_args import add_arguments  # torch-free, so --help stays light
+    from audiopd.render.batch import add_arguments  # torch-free, so --help stays light
 
     add_arguments(p)
 
@@ -398,7 +398,7 @@ def _render_args(p: argparse.ArgumentParser) -> None:
 @subcommand("render", help="batch-render a .txt/.csv/.tsv/.jsonl file of utterances into OUTDIR with a "
             "resumable manifest (exit 0 all ok, 1 some rows failed, 2 bad arguments)", args=_render_args)
 def cmd_render(args: argparse.Namespace) -> int:
-    from audiopd.render.cli_args import run_command
+    from audiopd.render.batch import run_command
 
     return run_command(args, _load_voice)
 

@@ -2,27 +2,32 @@
 
 The driver: it reads the previous manifest (audiopd.render.manifest), skips rows already rendered (same
 request, file matching its sha256), records bad rows as "error" lines, plans the rest into batches
-(audiopd.render.worker.plan), has an engine render them (audiopd.render.engines) and writes each finished
-row durably, then its manifest line. Progress goes to stderr (a tqdm bar on a terminal, plain lines
-otherwise); ``render`` returns a ``Summary``.
+(audiopd.render.worker.plan), has an engine render them (``run_local`` / ``run_ray`` there) and writes each
+finished row durably, then its manifest line. Progress goes to stderr (a tqdm bar on a terminal, plain lines
+otherwise); ``render`` returns a ``Summary``. The command's arguments and handler live here too (cli.py only
+registers them); this module stays torch-free at import so ``audiopd render --help`` is quick.
 """
 
 from __future__ import annotations
 
+import argparse
+import functools
 import inspect
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from audiopd.errors import AudiopdError
-from audiopd.render.engines import ENGINES, Loader, run_local, run_ray
-from audiopd.render.inputs import MODES, SPEED_RANGE, Row
+from audiopd.render.inputs import FORMATS, MODES, SPEED_RANGE, Row, parse_shard, read_rows, select_shard
 from audiopd.render.manifest import MANIFEST, Manifest, ManifestError, remove_temp_files, write_durable
-from audiopd.render.worker import AUDIO_FORMATS, ROWS_PER_CALL, Settings, Worker, plan, row_settings
+from audiopd.render.worker import (AUDIO_FORMATS, ENGINES, ROWS_PER_CALL, Loader, Settings, Worker, plan,
+                                   row_settings, run_local, run_ray)
 
 DEFAULT_DECODER = "default"
+EXIT_OK, EXIT_ROW_ERRORS = 0, 1
 
 
 class RenderOptionError(AudiopdError, ValueError):
@@ -194,8 +199,9 @@ def _record_ok(manifest: Manifest, summary: Summary, row: Row, res: dict[str, An
     rel = f"{row.id}.{options.format}"
     write_durable(outdir / rel, res["data"])  # the file first: a manifest line always names a complete file
     entry = {"id": row.id, "status": "ok", "path": rel, "text": row.text,
-             **{k: res[k] for k in ("voice", "mode", "requested_mode", "steps", "seed", "speed", "seconds",
-                                    "samples", "sample_rate", "sha256", "chunks", "check", "warnings", "timings", "voice_sha256")},
+             **{k: res[k] for k in ("voice", "mode", "requested_mode", "steps", "seed", "speed", "seconds", "samples",
+                                    "sample_rate", "sha256", "chunks", "check", "warnings", "timings",
+                                    "voice_sha256")},
              "decoder": options.decoder or DEFAULT_DECODER, "line": row.line, "request": request_of(row, options)}
     manifest.append(entry)
     summary.rendered += 1
@@ -258,3 +264,59 @@ class Progress:
 
 def summary_dict(summary: Summary) -> dict[str, Any]:
     return {**asdict(summary), "rtf": summary.rtf}
+
+
+# ---------------------------------------------------------------------------------------- the command
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("input", metavar="INPUT", help="a .txt (a line per utterance, ids from line numbers), .csv/.tsv "
+                   "(header id,text[,voice,mode,steps,seed,speed]) or .jsonl file, or '-' for stdin")
+    p.add_argument("-o", "--outdir", required=True, metavar="OUTDIR",
+                   help=f"where <id>.<ext> files and {MANIFEST} go (created; a rerun resumes)")
+    p.add_argument("--input-format", choices=FORMATS, default=None,
+                   help="input format (default: from the suffix; stdin: JSON lines if it starts with '{', else text)")
+    p.add_argument("--voice", default=None, help="voice artifact name or directory (default: default), a speaker "
+                   "of the default voice, or VOICE:SPEAKER; a row's 'voice' names a speaker of this voice")
+    p.add_argument("--mode", choices=MODES, default="auto", help="decoding path for rows that name none "
+                   "(default: auto, which checks every output)")
+    p.add_argument("--steps", type=int, default=None, metavar="K", help="level-0 step budget of parallel decoding")
+    p.add_argument("--seed", type=int, default=0, metavar="N",
+                   help="random seed for rows that name none (default: %(default)s, so a rerun reproduces a row)")
+    p.add_argument("--speed", type=float, default=1.0, metavar="S", help="speaking rate factor (default: 1.0)")
+    p.add_argument("--format", choices=tuple(AUDIO_FORMATS), default="wav", help="audio file format (16-bit)")
+    p.add_argument("--decoder", default=None, metavar="D",
+                   help=f"decoder set of the voice (default: {DEFAULT_DECODER}; recorded in the manifest)")
+    p.add_argument("--engine", choices=ENGINES, default="local",
+                   help="local: this machine; ray: a Ray actor pool (RAY_ADDRESS or a local instance)")
+    p.add_argument("--workers", type=int, default=None, metavar="N", help="local: worker processes, each loading "
+                   "the voice once (default 1: this process); ray: actors (default: one per cluster CPU)")
+    p.add_argument("--threads", type=int, default=None, metavar="N", help="torch threads per worker")
+    p.add_argument("--batch-rows", type=int, default=ROWS_PER_CALL, metavar="N",
+                   help="rows per synthesis call; the facade packs their chunks into padded decoder batches of "
+                   "similar length (default: %(default)s)")
+    p.add_argument("--shard", default=None, metavar="I/N",
+                   help="render only rows with index %% N == I (0-based), e.g. a Slurm array task; its manifest "
+                   "is manifest.shard-I-of-N.jsonl so shards can share OUTDIR")
+
+
+def run_command(args: argparse.Namespace, load_voice: Callable) -> int:
+    """Validate everything cheap, then render; exit 0 when every row is ok, 1 when some erred."""
+    shard = parse_shard(args.shard) if args.shard is not None else None
+    kwargs = {} if args.decoder in (None, DEFAULT_DECODER) else {"decoder": args.decoder}
+    options = RenderOptions(
+        voice=args.voice, mode=args.mode, steps=args.steps, seed=args.seed, speed=args.speed, format=args.format,
+        decoder=args.decoder, engine=args.engine, workers=args.workers, threads=args.threads,
+        rows_per_call=args.batch_rows,
+        manifest=MANIFEST if shard is None else f"manifest.shard-{shard[0]}-of-{shard[1]}.jsonl")
+    options.validate()
+    rows = select_shard(read_rows(args.input, args.input_format), shard)
+    outdir = Path(args.outdir)
+    loader = functools.partial(load_voice, args.voice, **kwargs)
+    summary = render(rows, outdir, loader, options)
+    print(f"audiopd render: {summary.text()}", file=sys.stderr)
+    print(f"manifest: {outdir / options.manifest}")
+    if summary.errors:
+        shown = ", ".join(repr(i) for i in summary.error_ids[:5]) + (" ..." if summary.errors > 5 else "")
+        print(f"audiopd render: {summary.errors} row(s) failed (status \"error\" in the manifest): {shown}",
+              file=sys.stderr)
+        return EXIT_ROW_ERRORS
+    return EXIT_OK

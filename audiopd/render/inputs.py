@@ -156,11 +156,9 @@ def _table_records(text: str, delimiter: str, source: str):
     try:
         for rec in reader:
             line = reader.line_num
-            if None in rec:  # more cells than header columns
-                yield line, {k: v for k, v in rec.items() if k is not None}, f"line {line} has more cells than the header"
-                continue
-            if any(v is None for v in rec.values()):
-                yield line, {k: v for k, v in rec.items() if v is not None}, f"line {line} has fewer cells than the header"
+            if None in rec or any(v is None for v in rec.values()):  # more or fewer cells than the header
+                cells = {k: v for k, v in rec.items() if k is not None and v is not None}
+                yield line, cells, f"line {line} has {'more' if None in rec else 'fewer'} cells than the header"
                 continue
             # An empty optional cell means "not given"; id and text stay as given (empty is a bad row).
             yield line, {k: v for k, v in rec.items() if k in ("id", "text") or v.strip()}, None

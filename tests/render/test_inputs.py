@@ -104,3 +104,10 @@ def test_shards_are_disjoint_cover_all_and_deterministic(tmp_path):
     for bad in ("4/4", "1", "a/b", "0/0", "-1/3"):
         with pytest.raises(InputError):
             parse_shard(bad)
+
+
+def test_csv_ragged_lines_are_bad_rows(tmp_path):
+    a, b, c = read_rows(write(tmp_path, "in.csv", "id,text\na,Hello.,extra\nb\nc,Fine.\n"))
+    assert "more cells" in a.error and a.id == "a"
+    assert "fewer cells" in b.error and b.id == "b"
+    assert c.error is None
