@@ -21,10 +21,12 @@ import hashlib
 import io
 import multiprocessing
 import os
+import random
 import time
 import traceback
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,7 +68,11 @@ def row_settings(row: Row, defaults: Settings) -> Settings:
 
 
 def plan(rows: list[Row], defaults: Settings, rows_per_call: int = ROWS_PER_CALL) -> list[Batch]:
-    """Deterministic batches: rows grouped by settings, longest text first within a group, then cut."""
+    """Deterministic batches: rows grouped by settings, longest text first within a group, then cut.
+
+    The batches come back in a fixed pseudo-random order: long and short calls mix, so progress by rows (and its
+    ETA) is not skewed by rendering every long row first. Order does not change any row's audio.
+    """
     if rows_per_call < 1:
         raise ValueError("rows_per_call must be >= 1")
     groups: dict[Settings, list[Row]] = {}
@@ -77,6 +83,7 @@ def plan(rows: list[Row], defaults: Settings, rows_per_call: int = ROWS_PER_CALL
         members.sort(key=lambda r: (-len(r.text), r.index))
         for k in range(0, len(members), rows_per_call):
             batches.append(Batch(len(batches), settings, tuple(members[k:k + rows_per_call])))
+    random.Random(len(batches)).shuffle(batches)
     return batches
 
 
@@ -224,7 +231,12 @@ def _run_processes(batches: list[Batch], loader: Loader, fmt: str, workers: int,
                     return
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in done:
-                    yield pending.pop(fut), fut.result()
+                    try:
+                        results = fut.result()
+                    except BrokenProcessPool:
+                        raise EngineError("a render worker process failed to start or died (its error is printed "
+                                          "above); --workers 1 reports a voice problem directly") from None
+                    yield pending.pop(fut), results
         finally:
             for fut in pending:
                 fut.cancel()
