@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib.util
 import inspect
 import sys
 import time
@@ -68,6 +69,8 @@ class RenderOptions:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise RenderOptionError(f"{flag} must be >= 1, got {value}")
+        if self.engine == "ray" and importlib.util.find_spec("ray") is None:
+            raise RenderOptionError("--engine ray needs Ray: pip install 'audiopd[ray]'")
         check_decoder(self.decoder)
 
     @property
@@ -146,7 +149,8 @@ def render(rows: list[Row], outdir: str | Path, loader: Loader, options: RenderO
         fingerprint = None
         if manifest.entries:  # resuming: a skip needs the same voice, so this process loads it once too
             fingerprint = (local or Worker(loader, options.format, options.threads)).fingerprint
-        names = [f"{r.id}.{ext}" for r in rows if r.error is None]
+        # The manifest's own name too: a kill during its compaction leaves a ".manifest.jsonl.*.tmp".
+        names = [f"{r.id}.{ext}" for r in rows if r.error is None] + [manifest.path.name]
         summary.temp_files_removed = remove_temp_files(outdir, names)
         todo, stale = [], []
         for row in rows:

@@ -254,7 +254,10 @@ def run_ray(batches: list[Batch], loader: Loader, fmt: str, workers: int | None,
     started = False
     if not ray.is_initialized():
         # Connects to RAY_ADDRESS (or a running local cluster) if there is one, else starts a local instance.
-        ray.init(include_dashboard=False, logging_level="WARNING", log_to_driver=True)
+        if os.environ.get("RAY_ADDRESS"):
+            ray.init(logging_level="WARNING")  # an existing cluster's settings are its own
+        else:
+            ray.init(include_dashboard=False, logging_level="WARNING")
         started = True
     actors: list[Any] = []
     try:
