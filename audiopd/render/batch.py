@@ -177,7 +177,9 @@ def render(rows: list[Row], outdir: str | Path, loader: Loader, options: RenderO
             progress.start()
 
         try:
-            for _batch, results in engine(batches, loader, options.format, workers, options.threads, ready):
+            # Nothing left to do starts no workers (no Ray instance, no processes).
+            work = engine(batches, loader, options.format, workers, options.threads, ready) if batches else iter(())
+            for _batch, results in work:
                 for res in results:
                     row = by_index[res["index"]]
                     if res["status"] == "ok":

@@ -218,3 +218,13 @@ def test_local_worker_processes_match_in_process_rendering(artifacts):
                      *extra]) == 0
     one, two = by_id(artifacts / "one"), by_id(artifacts / "two")
     assert {k: e["sha256"] for k, e in one.items()} == {k: e["sha256"] for k, e in two.items()}
+
+
+def test_ray_engine_without_ray_is_a_usage_error(artifacts, monkeypatch, capsys):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
+    src = jsonl(artifacts / "in.jsonl", [{"id": "a", "text": "Hi."}])
+    assert main(["render", src, "-o", str(artifacts / "out"), "--engine", "ray"]) == 2
+    assert "audiopd[ray]" in capsys.readouterr().err and not (artifacts / "out").exists()
