@@ -69,6 +69,7 @@ def test_ray_engine_matches_the_local_engine(local_ray):
         assert local[i].get("sha256") == remote[i].get("sha256")  # same plan, same seeds: the same audio
 
 
+@pytest.mark.slow  # a second actor pool start-up; resuming itself is engine-independent (test_batch, test_crash)
 def test_ray_engine_resumes_from_a_local_run(local_ray):
     src = local_ray / "in.txt"
     src.write_text("\n".join(TEXTS[:3]) + "\n")
