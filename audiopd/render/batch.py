@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from audiopd.errors import AudiopdError
-from audiopd.render.inputs import FORMATS, MODES, SPEED_RANGE, Row, parse_shard, read_rows, select_shard
+from audiopd.render.inputs import (FORMATS, MODES, SPEED_RANGE, InputError, Row, parse_shard, read_rows,
+                                   select_shard)
 from audiopd.render.manifest import MANIFEST, Manifest, ManifestError, remove_temp_files, write_durable
 from audiopd.render.worker import (AUDIO_FORMATS, ENGINES, ROWS_PER_CALL, Loader, Settings, Worker, plan,
                                    row_settings, run_local, run_ray)
@@ -314,7 +315,10 @@ def run_command(args: argparse.Namespace, load_voice: Callable) -> int:
         rows_per_call=args.batch_rows,
         manifest=MANIFEST if shard is None else f"manifest.shard-{shard[0]}-of-{shard[1]}.jsonl")
     options.validate()
-    rows = select_shard(read_rows(args.input, args.input_format), shard)
+    every = read_rows(args.input, args.input_format)
+    if not every:
+        raise InputError(f"{'stdin' if args.input == '-' else args.input} holds no rows to render")
+    rows = select_shard(every, shard)  # may be empty: more shards than rows
     outdir = Path(args.outdir)
     loader = functools.partial(load_voice, args.voice, **kwargs)
     summary = render(rows, outdir, loader, options)

@@ -228,3 +228,10 @@ def test_ray_engine_without_ray_is_a_usage_error(artifacts, monkeypatch, capsys)
     src = jsonl(artifacts / "in.jsonl", [{"id": "a", "text": "Hi."}])
     assert main(["render", src, "-o", str(artifacts / "out"), "--engine", "ray"]) == 2
     assert "audiopd[ray]" in capsys.readouterr().err and not (artifacts / "out").exists()
+
+
+def test_an_empty_input_is_a_usage_error(artifacts, capsys):
+    src = artifacts / "in.txt"
+    src.write_text("\n\n")
+    assert main(["render", str(src), "-o", str(artifacts / "out")]) == 2
+    assert "no rows" in capsys.readouterr().err and not (artifacts / "out").exists()
