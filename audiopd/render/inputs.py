@@ -4,7 +4,8 @@
   stable (and sort) as a file grows. Blank lines separate paragraphs and are not rows.
 * ``.csv`` / ``.tsv``: a header naming ``id`` and ``text`` and optionally ``voice,mode,steps,seed,speed``;
   an empty cell means "the command line's value". Any other column is refused (a typo must not be ignored).
-* ``.jsonl``: an object per line with ``id``, ``text`` and optionally the same keys.
+* ``.jsonl``: an object per line with ``id``, ``text`` and optionally the same keys (a number id is taken as
+  its digits).
 * ``-``: stdin, read as JSON lines when its first non-blank line starts with ``{``, else as text lines.
 
 A bad field, an unsafe id or unspeakable text makes that row a bad row (``Row.error``), never the whole run;
