@@ -60,7 +60,7 @@ def _assert_consistent(out, texts: dict[str, str]) -> list[dict]:
 
 def test_sigkill_at_random_moments_then_resume(tmp_path, monkeypatch):
     install_voices(tmp_path, monkeypatch, {"default": ("slt", "rms")})
-    rows = _rows(150)
+    rows = _rows(300)
     texts = {r["id"]: r["text"] for r in rows}
     src = tmp_path / "in.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -74,7 +74,7 @@ def test_sigkill_at_random_moments_then_resume(tmp_path, monkeypatch):
         deadline = time.monotonic() + 120
         while _lines(out) <= before and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)
-        time.sleep(rng.uniform(0.0, 0.3))
+        time.sleep(rng.uniform(0.0, 0.25))
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
         kills += proc.returncode == -signal.SIGKILL
