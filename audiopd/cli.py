@@ -258,26 +258,28 @@ def _read_text(words: list[str]) -> str:
     return " ".join(words)
 
 
-def _load_voice(spec: str | None):
-    """--voice: a shipped voice's name or a directory path, VOICE:SPEAKER, or a speaker of the default voice."""
+def _load_voice(spec: str | None, **load_kwargs):
+    """--voice: a shipped voice's name or a directory path, VOICE:SPEAKER, or a speaker of the default voice.
+
+    ``load_kwargs`` go to ``audiopd.load`` (e.g. a decoder choice from `render --decoder`)."""
     import audiopd
     from audiopd.artifacts import find_artifact, looks_like_path
     from audiopd.errors import ArtifactError
 
     if spec is None:
-        return audiopd.load(), None
+        return audiopd.load(**load_kwargs), None
     if ":" in spec and not (looks_like_path(spec) and Path(spec).expanduser().is_dir()):
         voice, _, speaker = spec.rpartition(":")
-        return audiopd.load(voice or None), speaker or None
+        return audiopd.load(voice or None, **load_kwargs), speaker or None
     try:
         find_artifact("voices", spec)
     except ArtifactError:
-        tts = audiopd.load()
+        tts = audiopd.load(**load_kwargs)
         if spec not in tts.voices:
             raise ArtifactError(f"unknown voice {spec!r}: no voice artifact of that name, and the default voice's "
                                 f"speakers are {', '.join(tts.voices) or 'unnamed'}") from None
         return tts, spec
-    return audiopd.load(spec), None
+    return audiopd.load(spec, **load_kwargs), None
 
 
 @subcommand("say", help="synthesise speech from text into a WAV file", args=_say_args)
@@ -386,6 +388,21 @@ def cmd_bench(args: argparse.Namespace) -> int:
         _check_writable_dir(target.parent)
     tts, speaker = _load_voice(args.voice)
     return run_command(tts, speaker, args)
+
+
+# ----------------------------------------------------------------------------------------- render
+def _render_args(p: argparse.ArgumentParser) -> None:
+    from audiopd.render.batch import add_arguments  # torch-free, so --help stays light
+
+    add_arguments(p)
+
+
+@subcommand("render", help="batch-render a .txt/.csv/.tsv/.jsonl file of utterances into OUTDIR with a "
+            "resumable manifest (exit 0 all ok, 1 some rows failed, 2 bad arguments)", args=_render_args)
+def cmd_render(args: argparse.Namespace) -> int:
+    from audiopd.render.batch import run_command
+
+    return run_command(args, _load_voice)
 
 
 # ------------------------------------------------------------------------------------------ serve
