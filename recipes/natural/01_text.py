@@ -34,6 +34,7 @@ def _corpus_stage01():
     path = Path(__file__).resolve().parent.parent / "corpus" / "01_sentences.py"
     spec = importlib.util.spec_from_file_location("corpus_01_sentences", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
     spec.loader.exec_module(module)
     return module
 
