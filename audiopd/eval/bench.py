@@ -439,11 +439,9 @@ def run_command(tts, speaker: str | None, args: argparse.Namespace) -> int:
           f"RTF = wall / audio seconds of the whole batch; {report['total_wall_s']:.0f} s")
     print(markdown_table(report))
     if peers:
-        from audiopd.eval.bench_peers import markdown_table as peers_table
+        from audiopd.eval.bench_peers import print_table
 
-        print(f"\npeers on the same texts, {report['peers']['threads']} thread(s) (load s, not timed: {load_s}); "
-              "peer / parallel = peer wall time over parallel's (> 1: audiopd parallel is faster)")
-        print(peers_table(report))
+        print_table(report)
     if args.json:
         write_text_atomic(args.json, json.dumps(report, indent=1) + "\n")
     return 0

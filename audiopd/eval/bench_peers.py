@@ -77,3 +77,10 @@ def markdown_table(report: Mapping[str, Any]) -> str:
                     f"{p['over_serial']:.2f}x"]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
+
+
+def print_table(report: Mapping[str, Any]) -> None:
+    info = report["peers"]
+    print(f"\npeers on the same texts, {info['threads']} thread(s) (load s, not timed: {info['load_s']}); "
+          "peer / parallel = peer wall time over parallel's (> 1: audiopd parallel is faster)")
+    print(markdown_table(report))
