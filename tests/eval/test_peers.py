@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from audiopd.errors import ArtifactError, AudiopdError, NothingToSpeakError
-from audiopd.eval import teacher_packs
+from audiopd.eval import peers, teacher_packs
 from audiopd.eval.peers import MissingExtraError, load_peer, parse_peer, parse_peers
 
 TEXT = "The quick brown fox jumps over the lazy dog."
@@ -126,3 +126,22 @@ def test_piper_synthesizes_speech_with_phone_durations():
     assert [p for p, _ in two.durations].count("^") == 2
     assert sum(d for _, d in two.durations) == pytest.approx(two.audio.size / rate, abs=1e-6)
 
+
+
+def test_kokoro_model_is_checked_by_hash(tmp_path):
+    from types import SimpleNamespace
+
+    model = tmp_path / "kokoro.onnx"
+    model.write_bytes(b"not the model")
+    (tmp_path / "model.sha256").write_text(teacher_packs.file_sha256(model) + "\n")
+    core = SimpleNamespace(model_path=lambda: model, _data=tmp_path)
+    assert peers._kokoro_model(core, verify=True) == model
+    model.write_bytes(b"altered")
+    with pytest.raises(ArtifactError, match="fails its sha256"):
+        peers._kokoro_model(core, verify=True)
+
+    def broken():
+        raise RuntimeError("model parts are corrupted")
+
+    with pytest.raises(ArtifactError, match="reinstall the 'teachers' extra"):
+        peers._kokoro_model(SimpleNamespace(model_path=broken, _data=tmp_path), verify=True)
