@@ -334,7 +334,8 @@ def run_bench(tts, cfg: BenchConfig | None = None, *, speaker: str | None = None
                 if peers:
                     cells[-1]["peers"] = {name: bench_peers.summarize(rs, par, ser, summary[PARALLEL]["rtf"])
                                           for name, rs in peer_runs.items()}
-                log(f"{target:g} s x {batch}: audio {audio / batch:.2f} s, parallel {par:.3f} s, serial {ser:.3f} s")
+                log(f"{target:g} s x {batch}: audio {audio / batch:.2f} s, parallel {par:.3f} s, serial {ser:.3f} s"
+                    + "".join(f", {n} {p['median_s']:.3f} s" for n, p in cells[-1].get("peers", {}).items()))
     finally:
         tts.codec = inner
     return {
