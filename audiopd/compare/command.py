@@ -32,7 +32,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="codec artifact that turns tokens into audio (default: the one the voice names)")
     p.add_argument("--asr", default="whisper", choices=("whisper", "pocketsphinx"), help="recogniser for WER")
     p.add_argument("--threads", type=int, default=None, metavar="N", help="torch and judge threads")
-    p.add_argument("--audio-format", default="flac", choices=("flac", "ogg"), help="clip files (default: flac)")
+    p.add_argument("--audio-format", default="flac", choices=("flac", "ogg", "opus"),
+                   help="clip files; the judges hear the samples before encoding (default: flac)")
     p.add_argument("--spectrograms", type=int, default=4, metavar="N", help="worst cases drawn (default: 4)")
     p.add_argument("--no-bench", action="store_true", help="skip the workload map")
     p.add_argument("--bench-lengths", default="2,10", metavar="S,S", help="workload map lengths, seconds")

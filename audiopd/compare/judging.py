@@ -68,6 +68,9 @@ class RealJudge:
             raise AudiopdError(f"--asr must be one of {', '.join(ASR_CHOICES)}, got {asr!r}")
         try:
             from audiopd.eval import judges
+
+            # Fail now, in one line naming the extra, not after an hour of synthesis.
+            judges.check_installed(asr=asr == "whisper")
         except ImportError as exc:
             raise JudgeUnavailableError(f"the judges are not installed ({exc}); install the eval extra: "
                                         "pip install -e '.[eval]'") from None
@@ -75,8 +78,12 @@ class RealJudge:
         self.asr = asr
         self.name = f"{asr}+distillmos+dnsmos"
         self.cost = JudgeCost()
-        if threads is not None and hasattr(judges, "set_threads"):
+        if threads is not None:
             judges.set_threads(threads)
+
+    def costs(self) -> dict[str, Any]:
+        """The judges' own accounting (load seconds, calls, seconds, RTF per judge) beside this wrapper's."""
+        return {"judges": self.judges.costs(), "wrapper": self.cost.to_dict()}
 
     def _words(self, audio: np.ndarray, sample_rate: int) -> str:
         if self.asr == "pocketsphinx":

@@ -113,13 +113,13 @@ def write_index(results: dict[str, Any], details: list[dict], figures: dict[str,
                      f'{_clip(b, details[w["serial"]] if details else None, "serial ")}</p>'
                      f'<img src="{escape(w["png"])}" alt="spectrograms">')
     cost = summary.get("judge_cost")
-    cost_line = ", ".join(f"{k_}: {v}" for k_, v in cost.items()) if cost else "not reported"
+    cost_line = json.dumps(cost) if cost else "not reported"
     body = f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>audiopd compare</title>
 <style>{_CSS}</style></head><body>
 <h1>Parallel against serial decoding</h1>
 <p>Voice {escape(str(cfg.get('voice', '')))}, decoder {escape(str(cfg.get('decoder', '')))}, speakers
 {escape(', '.join(sorted({u['voice'] for u in utts})))}, {cfg.get('texts', '?')} texts x seeds
-{escape(str(cfg.get('seeds', '')))}; judges {escape(str(cfg.get('judge', '')))}. Every clip was synthesised alone
+{escape(', '.join(map(str, cfg.get('seeds', ()))))}; judges {escape(str(cfg.get('judge', '')))}. Every clip was synthesised alone
 (batch 1) through the facade; wall seconds are that call's; intervals are paired bootstraps over (speaker, text),
 seeds averaged. <a href="listen.html">Blind listening test</a> &middot; <a href="results.json">results.json</a></p>
 <h2>Summary</h2><p>{head} ({escape(summary.get('matching_rule', ''))}).</p>

@@ -80,6 +80,10 @@ def quality_per_ms(summary: dict[str, Any], path: Path) -> bool:
             ax.scatter([x], [y], color="k" if s == SERIAL else "tab:green" if s == "auto" else "tab:blue")
             ax.annotate(s.replace("parallel-", ""), (x, y), textcoords="offset points", xytext=(4, 3), fontsize=8)
         ax.set_xscale("log")
+        from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())  # log minor labels overlap on a short range
         ax.set_xlabel("compute ms per second of speech (batch 1)")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)

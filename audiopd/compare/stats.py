@@ -20,7 +20,7 @@ import numpy as np
 
 from audiopd.errors import AudiopdError
 from audiopd.eval.compare import paired_bootstrap
-from audiopd.text.wer import text_to_words
+from audiopd.text.wer import judge_words
 
 RESAMPLES = 2000
 SERIAL = "serial"
@@ -61,7 +61,7 @@ def _edits(utts: Sequence[dict], system: str) -> dict[tuple[str, str], tuple[flo
     """(voice, text) -> (edits averaged over seeds, reference words), WER fractions turned back into edits."""
     out = {}
     for key, wer in _per_pair(utts, system, "wer").items():
-        ref = max(len(text_to_words(key[1])), 1)
+        ref = max(len(judge_words(key[1])), 1)  # the judges' normaliser (audiopd.eval.judges.wer)
         out[key] = (wer * ref, ref)
     return out
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import TEXTS, FakeJudge
+from compare_fixtures import TEXTS, FakeJudge
 
 from audiopd.cli import main
 from audiopd.compare import judging

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 import soundfile as sf
-from conftest import TEXTS, FakeJudge
+from compare_fixtures import TEXTS, FakeJudge
 
 from audiopd.compare.run import CompareConfig, CompareInputError, run_compare
 
