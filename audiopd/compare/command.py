@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -115,6 +116,8 @@ def run_command(args: argparse.Namespace) -> int:
 
     if args.threads is not None:
         torch.set_num_threads(args.threads)
+    # A plain `kill` (SIGTERM) then unwinds like Ctrl-C: run_compare removes its half-built folder.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     tts = audiopd.load(args.voice, codec=args.decoder)
     resolve_voices(tts, cfg.voices)
     judge = RealJudge(args.asr, threads=args.threads)
