@@ -3,6 +3,7 @@
     audiopd compare TEXTS -o DIR [--voice V] [--voices rms,slt] [--modes parallel,serial,auto]
         [--steps 1,2,3,4,8,16] [--seeds 0,1,2] [--decoder CODEC] [--asr whisper|pocketsphinx] [--threads N]
     audiopd compare --tally ANSWERS.json [...] -o DIR
+    audiopd compare --merge REPORT_DIR REPORT_DIR [...] -o DIR
 
 Every input is validated (texts, lists, voices, output folder, judges installed) before the first clip.
 """
@@ -39,6 +40,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-bench", action="store_true", help="skip the workload map")
     p.add_argument("--bench-lengths", default="2,10", metavar="S,S", help="workload map lengths, seconds")
     p.add_argument("--bench-batch", default="1,4", metavar="B,B", help="workload map batch sizes")
+    p.add_argument("--merge", nargs="+", default=None, metavar="REPORT_DIR",
+                   help="join earlier reports (other speakers or seeds) into -o DIR, then exit")
     p.add_argument("--tally", nargs="+", default=None, metavar="ANSWERS.json",
                    help="summarise exported listening answers against the report in -o DIR, then exit")
 
@@ -97,6 +100,15 @@ def run_tally(args: argparse.Namespace) -> int:
 def run_command(args: argparse.Namespace) -> int:
     if args.tally is not None:
         return run_tally(args)
+    if args.merge is not None:
+        from audiopd.compare.run import merge_reports
+
+        if args.texts:
+            raise AudiopdError("--merge joins earlier reports into -o DIR; give no TEXTS with it")
+        res = merge_reports(args.merge, args.outdir, spectrograms=args.spectrograms)
+        print(f"{len(res['utterances'])} clips; smallest K matching serial: {res['summary']['smallest_matching_k']}; "
+              f"report: {Path(args.outdir) / 'index.html'}")
+        return 0
     from audiopd.compare.run import CompareInputError, prepare_outdir, read_texts
 
     if not args.texts:

@@ -242,7 +242,7 @@ def run_compare(tts, texts: Sequence[str], cfg: CompareConfig, judge: Judge, out
                 checker: Verdict | None = None, voice_name: str = "default", decoder: str | None = None,
                 log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Build the whole report (results.json, index.html, listen.html, plots, clips) in DIR; return results."""
-    from audiopd.compare import pages, plots, stats
+    from audiopd.compare import stats
 
     cfg.validate()
     resolve_voices(tts, cfg.voices)  # before any folder is made
@@ -263,12 +263,73 @@ def run_compare(tts, texts: Sequence[str], cfg: CompareConfig, judge: Judge, out
         if cfg.bench:
             summary["workload"] = workload_map(tts, cfg, log=log)
         results = {"utterances": utts, "summary": summary}
-        (build / "results.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-        (build / "details.json").write_text(json.dumps(details, indent=1) + "\n", encoding="utf-8")
-        figures = plots.draw_all(results, details, build, spectrograms=cfg.spectrograms)
-        pages.write_index(results, details, figures, build)
-        pages.write_listen(results, build)
-        publish(build, outdir)
+        _finish(results, details, build, outdir, spectrograms=cfg.spectrograms)
+    except BaseException:
+        shutil.rmtree(build, ignore_errors=True)
+        raise
+    return results
+
+
+def _finish(results: dict[str, Any], details: list[dict], build: Path, outdir: Path, *, spectrograms: int) -> None:
+    from audiopd.compare import pages, plots
+
+    (build / "results.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    (build / "details.json").write_text(json.dumps(details, indent=1) + "\n", encoding="utf-8")
+    figures = plots.draw_all(results, details, build, spectrograms=spectrograms)
+    pages.write_index(results, details, figures, build)
+    pages.write_listen(results, build)
+    publish(build, outdir)
+
+
+def _system_order(system: str) -> tuple[int, int, str]:
+    from audiopd.compare.stats import system_k
+
+    k = system_k(system)
+    return (0, 0, system) if system == SERIAL else (1, k, system) if k is not None else (2, 0, system)
+
+
+def merge_reports(sources: Sequence[str | Path], outdir: str | Path, *, spectrograms: int = 4) -> dict[str, Any]:
+    """One report from several (e.g. one process per speaker, or more seeds later): clips copied, every
+    aggregate, figure and page rebuilt. A (voice, text, seed, system) may come from one source only."""
+    from audiopd.compare import stats
+
+    loaded = []
+    for src in map(Path, sources):
+        try:
+            res = json.loads((src / "results.json").read_text(encoding="utf-8"))
+            det = json.loads((src / "details.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise CompareInputError(f"{src} is not a compare report ({exc})") from None
+        loaded.append((src, res, det))
+    seen: dict[tuple, Path] = {}
+    for src, res, _ in loaded:
+        for u in res["utterances"]:
+            key = (u["voice"], u["text"], u["seed"], u["system"])
+            if key in seen:
+                raise CompareInputError(f"{src} and {seen[key]} both hold {u['system']} of {u['voice']!r}, seed "
+                                        f"{u['seed']}: merge reports of different speakers or seeds")
+            seen[key] = src
+    outdir = Path(outdir)
+    build = prepare_outdir(outdir)
+    try:
+        utts, details = [], []
+        for src, res, det in loaded:
+            for u in res["utterances"]:
+                (build / u["audio"]).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src / u["audio"], build / u["audio"])
+            utts += res["utterances"]
+            details += det
+        summary = stats.summarize(utts, sorted({u["system"] for u in utts}, key=_system_order))
+        cfgs = [res["summary"].get("config", {}) for _, res, _ in loaded]
+        summary["config"] = {**cfgs[0], "voices": sorted({u["voice"] for u in utts}),
+                             "seeds": sorted({u["seed"] for u in utts}), "texts": len({u["text"] for u in utts}),
+                             "merged_from": [str(src) for src, _, _ in loaded]}
+        summary["judge_cost"] = [res["summary"].get("judge_cost") for _, res, _ in loaded]
+        summary["synthesis_wall_s"] = [res["summary"].get("synthesis_wall_s") for _, res, _ in loaded]
+        summary["workload"] = next((res["summary"]["workload"] for _, res, _ in loaded
+                                    if res["summary"].get("workload")), None)
+        results = {"utterances": utts, "summary": summary}
+        _finish(results, details, build, outdir, spectrograms=spectrograms)
     except BaseException:
         shutil.rmtree(build, ignore_errors=True)
         raise

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -97,3 +98,22 @@ def test_refuses_a_folder_holding_something_else(tts, small_cfg, tmp_path) -> No
     with pytest.raises(CompareInputError, match="not empty"):
         run_compare(tts, TEXTS, small_cfg, FakeJudge(), out)
     assert [p.name for p in out.iterdir()] == ["mine.txt"]
+
+
+def test_merge_joins_speakers_and_refuses_overlaps(tts, tmp_path) -> None:
+    from audiopd.compare.run import merge_reports
+
+    one = CompareConfig(voices=("rms",), steps=(2,), seeds=(0,), spectrograms=1, bench=False)
+    a = run_compare(tts, TEXTS[:2], one, FakeJudge(), tmp_path / "a")
+    b = run_compare(tts, TEXTS[:2], dataclasses.replace(one, voices=("slt",)), FakeJudge(), tmp_path / "b")
+    merged = merge_reports([tmp_path / "a", tmp_path / "b"], tmp_path / "m")
+    assert merged["utterances"] == a["utterances"] + b["utterances"]
+    assert merged["summary"]["config"]["voices"] == ["rms", "slt"]
+    assert merged["summary"]["vs_serial"]["parallel-k2"]["distillmos"]["n"] == 4  # 2 texts x 2 speakers
+    for u in merged["utterances"]:
+        assert (tmp_path / "m" / u["audio"]).read_bytes() == (tmp_path / ("a" if u["voice"] == "rms" else "b")
+                                                               / u["audio"]).read_bytes()
+    assert (tmp_path / "m" / "index.html").is_file() and (tmp_path / "m" / "listen.html").is_file()
+    with pytest.raises(CompareInputError, match="both hold"):
+        merge_reports([tmp_path / "a", tmp_path / "a"], tmp_path / "m2")
+    assert not (tmp_path / "m2").exists()
