@@ -128,13 +128,16 @@ def run_command(args: argparse.Namespace) -> int:
 
     if args.threads is not None:
         torch.set_num_threads(args.threads)
-    # A plain `kill` (SIGTERM) then unwinds like Ctrl-C: run_compare removes its half-built folder.
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     tts = audiopd.load(args.voice, codec=args.decoder)
     resolve_voices(tts, cfg.voices)
     judge = RealJudge(args.asr, threads=args.threads)
-    results = run_compare(tts, texts, cfg, judge, outdir, voice_name=args.voice or "default",
-                          decoder=args.decoder, log=lambda m: print(m, file=sys.stderr, flush=True))
+    # A plain `kill` (SIGTERM) then unwinds like Ctrl-C: run_compare removes its half-built folder.
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    try:
+        results = run_compare(tts, texts, cfg, judge, outdir, voice_name=args.voice or "default",
+                              decoder=args.decoder, log=lambda m: print(m, file=sys.stderr, flush=True))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     s = results["summary"]
     for name, v in s["systems"].items():
         c = s["vs_serial"].get(name, {})

@@ -59,6 +59,25 @@ def summary_table(summary: dict[str, Any]) -> str:
     return "<table>" + "\n".join(rows) + "</table>"
 
 
+def markdown_summary(summary: dict[str, Any]) -> str:
+    """The headline as a Markdown table (DIR/summary.md): per system its means and the paired differences."""
+    lines = ["| system | clips | DistillMOS | DistillMOS - serial (95%) | DNSMOS - serial (95%) | WER % | "
+             "WER - serial, points (95%) | checker passed % | passes | RTF | matches serial |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for s, v in summary["systems"].items():
+        c = summary["vs_serial"].get(s, {})
+        lines.append(f"| {s} | {v['n']} | {_f(v['distillmos'])} | {_interval(c.get('distillmos'))} | "
+                     f"{_interval(c.get('dnsmos'))} | {_f(v['wer'], '{:.2f}', 100)} | "
+                     f"{_interval(c.get('wer'), 100, '{:+.2f}')} | {_f(v['passed'], '{:.1f}', 100)} | "
+                     f"{_f(v['forward_passes'], '{:.1f}')} | {_f(v['rtf'], '{:.4f}')} | "
+                     f"{'' if s == SERIAL else 'yes' if c.get('matches') else 'no'} |")
+    k = summary.get("smallest_matching_k")
+    lines.append("")
+    lines.append(f"Smallest K at which parallel matches serial: {k if k is not None else 'none of those run'} "
+                 f"({summary.get('matching_rule', '')}).")
+    return "\n".join(lines) + "\n"
+
+
 def workload_table(wl: dict[str, Any] | None) -> str:
     if not wl or not wl.get("cells"):
         return "<p>No workload map in this report (run without --no-bench).</p>"
@@ -133,6 +152,7 @@ seeds averaged. <a href="listen.html">Blind listening test</a> &middot; <a href=
 """
     path = build / "index.html"
     path.write_text(body, encoding="utf-8")
+    (build / "summary.md").write_text(markdown_summary(summary), encoding="utf-8")
     return path
 
 

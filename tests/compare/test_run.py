@@ -37,7 +37,8 @@ def test_report_holds_every_clip_in_the_issue_schema(tts, small_cfg, tmp_path) -
     assert passes["parallel-k1"] < passes["parallel-k4"] < passes["serial"]
     # Clip names hide the system.
     assert not any(s in u["audio"] for u in utts for s in ("serial", "parallel"))
-    for name in ("index.html", "listen.html", "details.json", "plots/quality_vs_k.png", "plots/quality_per_ms.png",
+    assert "| parallel-k4 | 12 |" in (out / "summary.md").read_text()
+    for name in ("index.html", "listen.html", "details.json", "summary.md", "plots/quality_vs_k.png", "plots/quality_per_ms.png",
                  "plots/worst_1.png", "plots/worst_2.png"):
         assert (out / name).is_file(), name
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".rep")]  # the build folder is gone
