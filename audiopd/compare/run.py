@@ -150,9 +150,9 @@ def publish(tmp: Path, outdir: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def clip_name(voice: str, system: str, seed: int, index: int, ext: str) -> str:
+def clip_name(voice: str, system: str, seed: int, index: int, ext: str, text: str = "") -> str:
     """Opaque file names, so the listening page's paths do not give the systems away."""
-    digest = hashlib.sha256(f"{voice}|{system}|{seed}|{index}".encode()).hexdigest()[:16]
+    digest = hashlib.sha256(f"{voice}|{system}|{seed}|{index}|{text}".encode()).hexdigest()[:16]
     return f"audio/{digest}.{ext}"
 
 
@@ -195,7 +195,7 @@ def synthesize_all(tts, texts: Sequence[str], cfg: CompareConfig, judge: Judge, 
                     if verdict is None:
                         verdict = check(res.audio, res.sample_rate, text)
                     sc = judge.score(res.audio, res.sample_rate, text)
-                    rel = clip_name(voice, name, seed, i, ext)
+                    rel = clip_name(voice, name, seed, i, ext, text)
                     write_clip(build / rel, res.audio, res.sample_rate, ext)
                     utts.append({
                         "text": text, "voice": voice, "system": name, "seed": seed, "audio": rel,
@@ -309,6 +309,10 @@ def merge_reports(sources: Sequence[str | Path], outdir: str | Path, *, spectrog
                 raise CompareInputError(f"{src} and {seen[key]} both hold {u['system']} of {u['voice']!r}, seed "
                                         f"{u['seed']}: merge reports of different speakers or seeds")
             seen[key] = src
+    clips = [u["audio"] for _, res, _ in loaded for u in res["utterances"]]
+    if len(set(clips)) != len(clips):
+        raise CompareInputError("two of the reports name a clip file alike; merge reports of different speakers "
+                                "or seeds")
     outdir = Path(outdir)
     build = prepare_outdir(outdir)
     try:
