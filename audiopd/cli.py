@@ -405,6 +405,21 @@ def cmd_render(args: argparse.Namespace) -> int:
     return run_command(args, _load_voice)
 
 
+# ---------------------------------------------------------------------------------------- compare
+def _compare_args(p: argparse.ArgumentParser) -> None:
+    from audiopd.compare.command import add_arguments  # torch-free, so --help stays light
+
+    add_arguments(p)
+
+
+@subcommand("compare", help="parallel at each K (and auto) against serial: judged, timed, HTML report and "
+            "blind listening page", args=_compare_args)
+def cmd_compare(args: argparse.Namespace) -> int:
+    from audiopd.compare.command import run_command
+
+    return run_command(args)
+
+
 # ------------------------------------------------------------------------------------------ serve
 def _serve_args(p: argparse.ArgumentParser) -> None:
     from audiopd.serve.request import DEFAULT_HOST, DEFAULT_MAX_CHARS, DEFAULT_PORT  # torch-free

@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 
 from audiopd.text.frontend import spoken_words
+from audiopd.text.spelling import americanize
 
 _NON_WORD = re.compile(r"[^\w']+", re.UNICODE)
 
@@ -31,6 +32,22 @@ def normalize_words(words: Sequence[str]) -> list[str]:
 def text_to_words(text: str) -> list[str]:
     """Reference words for ``text``, as the frontend speaks them (numbers and abbreviations expanded)."""
     return normalize_words(list(spoken_words(text)))
+
+
+# Abbreviations a recogniser writes without the period or capital that ``normalize_text`` needs to expand them
+# ("mr smith"); once they are bare lower-case words they can only mean the title.
+_BARE_TITLES = {"mr": "mister", "mrs": "missus", "ms": "miz", "dr": "doctor", "prof": "professor"}
+
+
+def judge_words(text: str) -> list[str]:
+    """The one WER normaliser of every outside judge (Whisper, pocketsphinx) and every evaluation command.
+
+    Both reference and hypothesis go through it, so written variants of one spoken form agree:
+    ``text_to_words`` (the frontend's ``normalize_text``: "13" -> thirteen, "$5" -> five dollars,
+    "Mr." -> mister, "3:30 pm" -> three thirty p m; lower case, punctuation stripped), then bare titles
+    ("mr" -> mister), then British -> American spelling (``audiopd.text.spelling``: "travelled" -> traveled).
+    """
+    return americanize(_BARE_TITLES.get(w, w) for w in text_to_words(text))
 
 
 def edit_ops(ref: Sequence[str], hyp: Sequence[str]) -> list[tuple[str, int, int]]:
