@@ -39,6 +39,13 @@ _FIELDS: dict[str, tuple[type, ...]] = {
 _NUMBER_PARSERS = {"steps": int, "seed": int, "speed": float}
 
 
+MAX_SEED = 2**63 - 1
+
+
+def _first_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:120]
+
+
 class RequestError(Exception):
     """A request the server refuses: ``status`` (4xx) and a one-line ``message``."""
 
@@ -62,7 +69,7 @@ class SynthesisRequest:
 
 
 def parse_json_body(raw: bytes) -> dict[str, Any]:
-    """A POST body -> the JSON object it holds, or RequestError 400."""
+    """A POST body -> the JSON object it holds, or RequestError 400 (never another exception)."""
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
@@ -70,6 +77,10 @@ def parse_json_body(raw: bytes) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise RequestError(400, f"the request body is not valid JSON: {exc.msg} at line {exc.lineno} "
                                 f"column {exc.colno}") from None
+    except RecursionError:  # e.g. 200,000 nested brackets
+        raise RequestError(400, "the request body is nested too deeply") from None
+    except ValueError as exc:  # an integer of more than sys.get_int_max_str_digits() digits
+        raise RequestError(400, f"the request body holds an unreadable number ({_first_line(exc)})") from None
     if not isinstance(data, dict):
         raise RequestError(400, f"the request body must be a JSON object, not {type(data).__name__}")
     return data
@@ -128,11 +139,20 @@ def build_request(fields: dict[str, Any], *, voices: Sequence[str], max_chars: i
     fmt = fields.get("format") or "wav"
     if fmt not in FORMATS:
         raise RequestError(400, f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    speed = check_numbers(fields)
+    return SynthesisRequest(text=text, voice=voice, mode=mode, steps=fields.get("steps"), seed=fields.get("seed"),
+                            speed=1.0 if speed is None else float(speed), format=fmt)
+
+
+def check_numbers(fields: dict[str, Any]) -> float | None:
+    """Range-check ``seed`` and ``speed`` (the facade checks them too, but with no cap on the seed); -> speed."""
+    seed = fields.get("seed")
+    if seed is not None and not 0 <= seed <= MAX_SEED:
+        raise RequestError(400, f"seed must be an integer in 0..{MAX_SEED}, got {str(seed)[:24]}")
     speed = fields.get("speed")
     if speed is not None and not math.isfinite(speed):
         raise RequestError(400, f"speed must be a finite number, got {speed!r}")
-    return SynthesisRequest(text=text, voice=voice, mode=mode, steps=fields.get("steps"), seed=fields.get("seed"),
-                            speed=1.0 if speed is None else float(speed), format=fmt)
+    return speed
 
 
 # ------------------------------------------------------------------------------------------ responses
