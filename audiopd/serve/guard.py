@@ -30,6 +30,9 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from audiopd.serve.request import RequestError
 
 logger = logging.getLogger("audiopd.serve")
+# Request heads: 16 KiB in all (as uvicorn's h11 default for a head in pieces), at most 100 header lines.
+MAX_HEADER_BYTES = 16 * 1024
+MAX_HEADERS = 100
 
 
 def escape(text: Any, limit: int = 300) -> str:
@@ -73,10 +76,15 @@ class Guard:
             await send(message)
 
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        problem = self._refusal(headers)
+        size = sum(len(k) + len(v) + 4 for k, v in scope["headers"])
+        status_code, problem = 403, self._refusal(headers)
+        if size > MAX_HEADER_BYTES or len(scope["headers"]) > MAX_HEADERS:
+            # h11 bounds only a head that arrives in pieces; one that arrives whole is bounded here.
+            status_code, problem = 431, (f"request headers too large ({len(scope['headers'])} headers, {size} "
+                                         f"bytes; the limits are {MAX_HEADERS} and {MAX_HEADER_BYTES})")
         try:
             if problem:
-                await _send_json(send_logged, 403, {"error": problem})
+                await _send_json(send_logged, status_code, {"error": problem})
             else:
                 await self.app(scope, receive, send_logged)
         finally:
