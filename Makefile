@@ -9,6 +9,10 @@ deps:
 	@command -v flite >/dev/null 2>&1 || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq flite; }
+	@# The server's page is tested in headless Chromium (Playwright drives Debian's build: no browser download).
+	@command -v chromium >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
 
 install: deps
 	@[ -x $(VENV)/bin/python ] || $(PY) -m venv $(VENV)

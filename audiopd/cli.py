@@ -352,7 +352,8 @@ def _stdout_to_stderr(active: bool):
     saved = os.dup(1)
     os.dup2(2, 1)
     try:
-        yield saved
+        with contextlib.redirect_stdout(sys.stderr):  # Python's own sys.stdout may not write to fd 1
+            yield saved
     finally:
         sys.stdout.flush()
         os.dup2(saved, 1)
