@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import socket
 from collections.abc import Callable
 from typing import Any
 
+from audiopd.errors import AudiopdError
 from audiopd.serve.request import DEFAULT_HOST, DEFAULT_MAX_CHARS, DEFAULT_PORT
 
 
@@ -36,9 +38,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run_command(args: argparse.Namespace, load_voice: Callable[[str | None], Any]) -> int:
     """Validate, bind the port, then load the voice while serving (``load_voice``: the CLI's --voice loader)."""
     from audiopd.cli import UsageError
-    from audiopd.serve.app import ServeConfig, voice_label
-    from audiopd.serve.engine import EngineConfig
-    from audiopd.serve.server import bind, run
 
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port} is out of range 0..65535")
@@ -48,6 +47,11 @@ def run_command(args: argparse.Namespace, load_voice: Callable[[str | None], Any
             raise UsageError(f"{flag} must be >= {low}, got {value}")
     if not args.time_budget > 0 or not args.time_budget_per_char >= 0:
         raise UsageError("--time-budget must be > 0 and --time-budget-per-char >= 0")
+    sock = bind(args.host, args.port)  # before the heavy imports and the voice: a busy port fails at once
+    from audiopd.serve.app import ServeConfig, voice_label
+    from audiopd.serve.engine import EngineConfig
+    from audiopd.serve.server import run
+
     config = ServeConfig(max_chars=args.max_chars, allow_hosts=tuple(h.lower() for h in args.allow_host),
                          allow_origins=tuple(args.allow_origin),
                          engine=EngineConfig(max_queue=args.queue, budget_base_s=args.time_budget,
@@ -56,10 +60,24 @@ def run_command(args: argparse.Namespace, load_voice: Callable[[str | None], Any
         import torch
 
         torch.set_num_threads(args.threads)
-    sock = bind(args.host, args.port)  # before the voice loads: a busy port fails at once
 
     def loader() -> tuple[Any, str | None, str]:
         tts, speaker = load_voice(args.voice)
         return tts, speaker, voice_label(args.voice, speaker)
 
     return run(sock, loader, config)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (0: any free port), or a one-line AudiopdError."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as exc:  # port in use, no such address, permission denied
+        sock.close()
+        raise AudiopdError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.set_inheritable(True)
+    return sock

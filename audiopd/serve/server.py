@@ -22,30 +22,15 @@ from typing import TYPE_CHECKING, Any, TextIO
 import uvicorn
 
 from audiopd import __version__
-from audiopd.errors import AudiopdError
 from audiopd.serve.app import ServeConfig, ServerState, create_app
 from audiopd.serve.guard import allowed_hosts, protocol_with
+from audiopd.serve.options import bind
 
 if TYPE_CHECKING:
     from audiopd.pipeline import Synthesizer
 
 logger = logging.getLogger("audiopd.serve")
 Loader = Callable[[], "tuple[Any, ...]"]  # (synthesizer, default speaker or None[, voice label])
-
-
-def bind(host: str, port: int) -> socket.socket:
-    """A listening TCP socket on ``host:port`` (0: any free port), or a one-line AudiopdError."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(128)
-    except OSError as exc:  # port in use, no such address, permission denied
-        sock.close()
-        raise AudiopdError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    sock.set_inheritable(True)
-    return sock
 
 
 def url_of(sock: socket.socket) -> str:
