@@ -38,3 +38,12 @@ def test_an_absurd_predictor_is_still_refused() -> None:
     tts = _synth(150)  # 1.5 s per phoneme token
     with pytest.raises(ArtifactError, match="duration predictor looks broken"):
         tts.synthesize("Hello there.", mode="parallel", steps=1, seed=0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("text, speed", [(SENTENCE, 0.25), ("1" * 200, 1.0)])
+def test_the_shipped_voice_speaks_slowly_and_reads_long_digit_runs(text: str, speed: float) -> None:
+    import audiopd
+
+    result = audiopd.load().synthesize(text, mode="parallel", seed=0, speed=speed)
+    assert result.duration_s > 30

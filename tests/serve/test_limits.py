@@ -191,3 +191,18 @@ def test_slow_speed_and_digit_runs_are_spoken(server, text: str, speed: float) -
     reply = request(server, "/v1/audio/speech", payload={"input": text, "speed": speed, "response_format": "wav",
                                                          "mode": "parallel", "voice": VOICES[1]})
     assert reply.status == 200 and len(reply.body) > 44 and reply.headers["X-Audiopd-Voice"] == VOICES[1]
+
+
+def test_connections_are_capped(start_server) -> None:
+    """Finding: threads were not capped; now at most max_connections connections get work, the next a 503."""
+    server = start_server(max_connections=2)
+    idle = [socket.create_connection(("127.0.0.1", server.port), timeout=5) for _ in range(2)]
+    try:
+        time.sleep(0.2)
+        reply = _raw(server, b"GET /healthz HTTP/1.1\r\nHost: HOST\r\nConnection: close\r\n\r\n")
+        assert reply.startswith(b"HTTP/1.1 503")
+    finally:
+        for s in idle:
+            s.close()
+    time.sleep(0.2)
+    assert request(server, "/healthz").status == 200
