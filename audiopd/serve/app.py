@@ -304,18 +304,18 @@ async def _speech(request: Request) -> Response:
     watcher = asyncio.create_task(_watch_disconnect(request, job))
     try:
         first = await anext(pieces)  # decoded (and checked, in auto mode) before the headers go out
-    except BaseException:
+        state.metrics.first_audio.observe(time.perf_counter() - job.arrived)
+        out_rate = oai.PCM_RATE if speech.response_format == "pcm" else rate
+        headers = _headers(first.report, job, out_rate, "first-sentence" if len(job.pieces) > 1 else "text")
+        encode = _sse_events if speech.stream_format == "sse" else _audio_bytes
+        media = "text/event-stream" if speech.stream_format == "sse" else oai.CONTENT_TYPES[speech.response_format]
+        body = encode(first, pieces, job, speech.response_format, rate)
+        return _JobStream(body, media_type=media, headers=headers, on_close=lambda: engine.release(job))
+    except BaseException:  # the stream never started: nothing else will release the job
         engine.release(job)
         raise
     finally:
         watcher.cancel()
-    state.metrics.first_audio.observe(time.perf_counter() - job.arrived)
-    out_rate = oai.PCM_RATE if speech.response_format == "pcm" else rate
-    headers = _headers(first.report, job, out_rate, "first-sentence" if len(job.pieces) > 1 else "text")
-    encode = _sse_events if speech.stream_format == "sse" else _audio_bytes
-    media = "text/event-stream" if speech.stream_format == "sse" else oai.CONTENT_TYPES[speech.response_format]
-    body = encode(first, pieces, job, speech.response_format, rate)
-    return _JobStream(body, media_type=media, headers=headers, on_close=lambda: engine.release(job))
 
 
 class _JobStream(StreamingResponse):
