@@ -222,3 +222,15 @@ def test_concurrent_requests_never_synthesize_at_once_and_both_succeed(server, s
     monkeypatch.undo()
     alone = request(server, "/synthesize", payload={"text": TEXT, "mode": "parallel", "seed": 6})
     assert alone.body == replies["b"].body
+
+
+def test_metrics_are_prometheus_text_with_bounded_labels(server) -> None:
+    assert request(server, "/synthesize", payload={"text": "Hi. Bye.", "mode": "parallel"}).status == 200
+    request(server, "/no/such/path/12345")
+    reply = request(server, "/metrics")
+    assert reply.status == 200 and reply.headers.get_content_type() == "text/plain"
+    text = reply.body.decode()
+    assert 'audiopd_http_requests_total{route="/synthesize",status="200"} 1.0' in text
+    assert 'audiopd_pieces_total{path="parallel",verdict="unchecked"} 2.0' in text
+    assert 'route="other",status="404"' in text and "12345" not in text  # raw paths never become labels
+    assert "audiopd_voice_loaded 1.0" in text
