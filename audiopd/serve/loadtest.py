@@ -48,7 +48,7 @@ def make_requests(n: int, seed: int) -> list[dict[str, Any]]:
         lambda: ("medium", "/synthesize", {"text": _text(rng, 3, 9)}, OK),
         lambda: ("medium-sse", "/v1/audio/speech", {"input": _text(rng, 3, 8), "stream_format": "sse",
                                                     "response_format": "pcm"}, OK),
-        lambda: ("long", "/v1/audio/speech", {"input": _text(rng, 8, 12), "response_format": "wav"}, OK),
+        lambda: ("long", "/v1/audio/speech", {"input": _text(rng, 5, 12), "response_format": "wav"}, OK),
         lambda: ("parallel", "/synthesize", {"text": _text(rng, 2, 8), "mode": "parallel", "steps": 3}, OK),
     ]
     pathological = [
@@ -122,7 +122,8 @@ def peak_rss_mib(pid: int | None) -> float | None:
     return None
 
 
-async def run(url: str, n: int, concurrency: int, max_seconds: float, seed: int) -> dict[str, Any]:
+async def run(url: str, n: int, concurrency: int, max_seconds: float, seed: int,
+              log: Path | None = None) -> dict[str, Any]:
     import httpx
 
     base = url.rstrip("/")
@@ -136,6 +137,9 @@ async def run(url: str, n: int, concurrency: int, max_seconds: float, seed: int)
     async def worker(client: Any) -> None:
         while not queue.empty() and time.perf_counter() < deadline:
             results.append(await one(client, base, queue.get_nowait()))
+            if log is not None:  # one line per request as it ends, so a stopped run keeps what it measured
+                with log.open("a") as f:
+                    f.write(json.dumps(results[-1]) + "\n")
 
     t0 = time.perf_counter()
     limits = httpx.Limits(max_connections=concurrency)
@@ -196,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--pid", type=int, default=None, help="the server's process id, for its peak RSS")
     p.add_argument("--json", default=None, help="also write the summary here")
+    p.add_argument("--log", default=None, help="append one JSON line per finished request here")
     p.add_argument("--probe", type=int, default=0, metavar="N",
                    help="first, N sequential requests per mode with the openai client (first-byte latency)")
     args = p.parse_args(argv)
@@ -205,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     if not (1 <= args.requests <= 2000 and 1 <= args.concurrency <= 32 and 0 < args.max_seconds <= 7200):
         p.error("--requests 1..2000, --concurrency 1..32, --max-seconds up to 7200")
     probes = [probe(args.url, min(args.probe, 20), m) for m in ("auto", "parallel")] if args.probe > 0 else []
-    summary = asyncio.run(run(args.url, args.requests, args.concurrency, args.max_seconds, args.seed))
+    summary = asyncio.run(run(args.url, args.requests, args.concurrency, args.max_seconds, args.seed,
+                              Path(args.log) if args.log else None))
     summary["openai_probe"] = probes
     summary["server_peak_rss_mib"] = peak_rss_mib(args.pid)
     text = json.dumps(summary, indent=1)
