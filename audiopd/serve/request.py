@@ -13,7 +13,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qs
 
 import numpy as np
 
@@ -36,7 +35,6 @@ _FIELDS: dict[str, tuple[type, ...]] = {
     "text": (str,), "voice": (str,), "mode": (str,), "steps": (int,), "seed": (int,), "speed": (int, float),
     "format": (str,),
 }
-_NUMBER_PARSERS = {"steps": int, "seed": int, "speed": float}
 
 
 MAX_SEED = 2**63 - 1
@@ -84,28 +82,6 @@ def parse_json_body(raw: bytes) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise RequestError(400, f"the request body must be a JSON object, not {type(data).__name__}")
     return data
-
-
-def parse_query(query: str) -> dict[str, Any]:
-    """A query string -> fields with numbers converted (``steps=8`` -> 8), or RequestError 400."""
-    try:
-        pairs = parse_qs(query, keep_blank_values=True, strict_parsing=False, errors="strict")
-    except UnicodeDecodeError:
-        raise RequestError(400, "the query string is not UTF-8") from None
-    fields: dict[str, Any] = {}
-    for key, values in pairs.items():
-        if len(values) != 1:
-            raise RequestError(400, f"query parameter {key!r} is given {len(values)} times")
-        value = values[0]
-        if key in _NUMBER_PARSERS:
-            try:
-                fields[key] = _NUMBER_PARSERS[key](value)
-            except ValueError:
-                kind = "an integer" if _NUMBER_PARSERS[key] is int else "a number"
-                raise RequestError(400, f"{key} must be {kind}, got {value!r}") from None
-        else:
-            fields[key] = value
-    return fields
 
 
 def build_request(fields: dict[str, Any], *, voices: Sequence[str], max_chars: int) -> SynthesisRequest:
