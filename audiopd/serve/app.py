@@ -139,12 +139,15 @@ def _engine(request: Request) -> Engine:
 
 
 async def _http_error(request: Request, exc: HTTPException) -> Response:
-    allow = (exc.headers or {}).get("Allow", "")
+    headers = dict(exc.headers or {})
+    if "Allow" in headers:  # Starlette builds it from a set: sorted, so it reads the same on every run
+        headers["Allow"] = ", ".join(sorted(m.strip() for m in headers["Allow"].split(",")))
+    allow = headers.get("Allow", "")
     message = {404: f"no such path {escape(request.url.path, 80)!r}",
                405: f"{request.method} is not allowed on {request.url.path}; use {allow}" + (
                    " with a JSON body (GET was removed: any web page could make the server work)"
                    if request.url.path == "/synthesize" else "")}.get(exc.status_code, str(exc.detail))
-    return _error(request, exc.status_code, message, exc.headers)
+    return _error(request, exc.status_code, message, headers)
 
 
 async def _bug(request: Request, exc: Exception) -> Response:
