@@ -12,6 +12,7 @@ atomically, so a failed run leaves no partial files behind.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
 import sys
@@ -231,7 +232,8 @@ def cmd_phonemize(args: argparse.Namespace) -> int:
 def _say_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("text", nargs="*", metavar="TEXT",
                    help="text to speak (several arguments are joined); '-' reads stdin")
-    p.add_argument("-o", "--output", required=True, metavar="OUT.wav", help="WAV file to write")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.wav",
+                   help="WAV file to write; '-' writes the WAV to stdout (and nothing else)")
     p.add_argument("--voice", default=None, help="shipped voice name or a path like ./myvoice (default: default), a "
                    "speaker of the default voice, or VOICE:SPEAKER")
     p.add_argument("--mode", choices=("auto", "parallel", "serial"), default="auto",
@@ -288,10 +290,14 @@ def cmd_say(args: argparse.Namespace) -> int:
     from audiopd.render.timestamps import timestamp_format, write_timestamps
 
     # Validate everything cheap before loading a voice, and write nothing until synthesis succeeded.
+    to_stdout = args.output == "-"
     out = Path(args.output)
-    if out.suffix.lower() != ".wav":
+    if to_stdout:
+        targets = [Path(p) for p in (args.report, args.timestamps) if p]
+    elif out.suffix.lower() != ".wav":
         raise UsageError(f"-o {out}: the output is written as WAV, so its name must end in .wav")
-    targets = [out] + [Path(p) for p in (args.report, args.timestamps) if p]
+    else:
+        targets = [out] + [Path(p) for p in (args.report, args.timestamps) if p]
     if len({t.resolve() for t in targets}) != len(targets):
         raise UsageError("-o, --report and --timestamps must name different files")
     if args.timestamps:
@@ -304,19 +310,26 @@ def cmd_say(args: argparse.Namespace) -> int:
 
     from audiopd.render.report import report_json
 
-    tts, speaker = _load_voice(args.voice)
-    result = tts.synthesize(text, voice=speaker, mode=args.mode, steps=args.steps, seed=args.seed,
-                            speed=args.speed)
+    with _stdout_to_stderr(to_stdout) as stdout:
+        tts, speaker = _load_voice(args.voice)
+        result = tts.synthesize(text, voice=speaker, mode=args.mode, steps=args.steps, seed=args.seed,
+                                speed=args.speed)
     written: list[Path] = []
     target = out
     try:
-        written.append(result.write(out))
+        if stdout is None:
+            written.append(result.write(out))
         if args.timestamps:
             target = Path(args.timestamps)
             written.append(write_timestamps(target, result.words, duration_s=result.duration_s))
         if args.report:
             target = Path(args.report)
             written.append(write_text_atomic(target, report_json(result.report)))
+        if stdout is not None:  # last: the other files are all or nothing, a pipe cannot be taken back
+            from audiopd.serve.request import wav_bytes
+
+            target = Path("<stdout>")
+            _write_fd(stdout, wav_bytes(result.audio, result.sample_rate))
     except OSError as exc:
         for path in written:  # all or nothing
             path.unlink(missing_ok=True)
@@ -330,6 +343,33 @@ def cmd_say(args: argparse.Namespace) -> int:
         print(f"{PROG}: warning: the output failed the check: {_one_line(reasons)}", file=sys.stderr)
         return 1 if args.strict else 0
     return 0
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr(active: bool):
+    """While loading and speaking, file descriptor 1 points at stderr, so that nothing a library prints (C
+    libraries included) can corrupt WAV bytes written to stdout; yields the real stdout's descriptor."""
+    if not active:
+        yield None
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):  # Python's own sys.stdout may not write to fd 1
+            yield saved
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+
+
+def _write_fd(fd: int, data: bytes) -> None:
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
 
 
 # ------------------------------------------------------------------------------------------ check
@@ -422,37 +462,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------------------------ serve
 def _serve_args(p: argparse.ArgumentParser) -> None:
-    from audiopd.serve.request import DEFAULT_HOST, DEFAULT_MAX_CHARS, DEFAULT_PORT  # torch-free
+    from audiopd.serve.options import add_arguments  # torch-free, so --help stays light
 
-    p.add_argument("--host", default=DEFAULT_HOST,
-                   help="address to listen on (default: %(default)s; 0.0.0.0 for every interface)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT,
-                   help="TCP port, 0 for any free one (default: %(default)s)")
-    p.add_argument("--voice", default=None, help="shipped voice name or a path like ./myvoice (default: default), a "
-                   "speaker of the default voice, or VOICE:SPEAKER; requests may name another speaker")
-    p.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS, metavar="N",
-                   help="longest text accepted; longer requests get 413 (default: %(default)s)")
-    p.add_argument("--threads", type=int, default=None, metavar="N", help="torch threads (default: torch's choice)")
+    add_arguments(p)
 
 
-@subcommand("serve", help="serve speech over HTTP: GET /health, GET /voices, POST /synthesize", args=_serve_args)
+@subcommand("serve", help="serve speech over HTTP: a page, POST /synthesize and OpenAI's /v1/audio/speech",
+            args=_serve_args)
 def cmd_serve(args: argparse.Namespace) -> int:
-    from audiopd.serve.app import make_server, run_server, voice_label
+    from audiopd.serve.options import run_command
 
-    if not 0 <= args.port <= 65535:
-        raise UsageError(f"--port {args.port} is out of range 0..65535")
-    if args.max_chars < 1:
-        raise UsageError(f"--max-chars must be >= 1, got {args.max_chars}")
-    if args.threads is not None:
-        if args.threads < 1:
-            raise UsageError(f"--threads must be >= 1, got {args.threads}")
-        import torch
-
-        torch.set_num_threads(args.threads)
-    tts, speaker = _load_voice(args.voice)
-    server = make_server(tts, args.host, args.port, args.max_chars, voice_name=voice_label(args.voice, speaker),
-                         speaker=speaker)
-    return run_server(server)
+    return run_command(args, _load_voice)
 
 
 if __name__ == "__main__":

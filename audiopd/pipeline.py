@@ -75,16 +75,20 @@ class SynthesisConfig:
     # pure loss there (a 20 s text's 11.9 s and 7.9 s chunks, padded together, cost 20% more frames). Serial
     # mode batches any lengths: its cached steps cost about the same for one item as for eight.
     max_padding: float = 0.1
-    # A chunk predicted longer than this betrays a broken duration predictor; refuse rather than hang.
-    max_chunk_s: float = 60.0
+    # A duration predictor averaging more than this many seconds per phoneme token over a chunk (at speed 1; the
+    # bound stretches by 1/speed) is broken: refuse rather than decode minutes of noise. Speech runs at ~12-15
+    # phones/s (~70-80 ms each) and a pause token rarely exceeds 0.5 s. A per-token bound, not a per-chunk one:
+    # a 250-character chunk at speed 0.25 or a run of 200 digits read out one by one is a long chunk, not a broken
+    # predictor.
+    max_token_s: float = 1.0
 
     def validate(self) -> None:
         self.parallel.validate()
         self.serial.validate()
         self.auto.validate()
         self.join.validate()
-        if self.max_chunk_chars < 1 or self.max_batch < 1 or self.max_batch_frames < 1 or self.max_chunk_s <= 0:
-            raise ValueError("max_chunk_chars, max_batch, max_batch_frames and max_chunk_s must be positive")
+        if self.max_chunk_chars < 1 or self.max_batch < 1 or self.max_batch_frames < 1 or not self.max_token_s > 0:
+            raise ValueError("max_chunk_chars, max_batch, max_batch_frames and max_token_s must be positive")
         if not 0.0 <= self.max_padding <= 1.0:
             raise ValueError(f"max_padding must lie in [0, 1], got {self.max_padding}")
 
@@ -249,14 +253,14 @@ class Synthesizer:
         return out
 
     def _predict_durations(self, items: list[Item], speed: float) -> None:
-        limit = int(self.config.max_chunk_s * self.frame_rate)
+        per_token_s = self.config.max_token_s / float(speed)
         for it in items:
             cond = self.model.condition(torch.tensor([it.ids]), torch.tensor([it.speaker]), speed=speed)
             it.durations = cond.durations[0].numpy().astype(np.int64)
-            if it.frames > limit:
-                raise ArtifactError(f"the voice predicted {it.frames / self.frame_rate:.0f} s for a chunk of "
-                                    f"{len(it.text)} characters (limit {self.config.max_chunk_s:.0f} s); "
-                                    "its duration predictor looks broken")
+            if it.frames > per_token_s * self.frame_rate * len(it.ids):
+                raise ArtifactError(f"the voice predicted {it.frames / self.frame_rate:.0f} s for {len(it.ids)} "
+                                    f"phoneme tokens ({len(it.text)} characters) at speed {speed:g}, more than "
+                                    f"{per_token_s:g} s per token; its duration predictor looks broken")
 
     def _groups(self, items: list[Item], max_padding: float | None = None) -> list[list[int]]:
         """Length-sorted batches under max_batch items and max_batch_frames padded frames; with ``max_padding``,

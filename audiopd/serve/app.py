@@ -1,52 +1,54 @@
-"""``audiopd serve``: a small HTTP server over the facade (standard library only).
+"""``audiopd serve``: the ASGI app (Starlette) over the facade.
 
-    server = make_server(audiopd.load(), "127.0.0.1", 8000)
-    run_server(server)                       # or: threading.Thread(target=server.serve_forever).start()
+    GET  /                  the page: text, voice, mode, K, speed, play, verdict, words highlighted as spoken
+    GET  /health /healthz   status (503 {"status": "loading"} until the voice is loaded)
+    GET  /voices            ["slt", ...]                        GET /v1/voices  {"voices": [{"id": ...}]}
+    GET  /v1/models         OpenAI's model list                 GET /metrics    Prometheus text
+    POST /synthesize        {"text", "voice"?, "mode"?, "steps"?, "seed"?, "speed"?, "format"?: "wav"|"json"}
+    POST /v1/audio/speech   OpenAI's request (audiopd.serve.openai_api)
 
-Endpoints::
-
-    GET  /health       {"status": "ok", "voice", "speaker", "sample_rate", "version"}
-    GET  /voices       ["slt", "rms", ...]                       (Synthesizer.voices)
-    POST /synthesize   {"text", "voice"?, "mode"?, "steps"?, "seed"?, "speed"?, "format"?: "wav"|"json"}
-    GET  /synthesize?text=...&voice=...                          (the same fields as a query string)
-
-``format=wav`` answers ``audio/wav`` (16-bit PCM) with the report summary in ``X-Audiopd-Report``;
-``format=json`` answers {"report", "sample_rate", "audio_wav_base64"}. Errors are JSON
-{"error": "<one line>"}: 400 bad input (AudiopdError included), 404, 405, 411, 413 (text over
-max_chars or body over max_body_bytes), 500 for bugs (logged with their traceback; the server lives on).
-
-Requests are handled in threads, but synthesis runs under one lock: the model and the checker's
-PocketSphinx decoders are not thread-safe, so concurrent requests queue rather than corrupt each other.
+GET /synthesize is gone: any page the user visited could make the server work with an <img> tag.
+Every synthesis answer names its verdict (``X-Audiopd-Verdict``: passed | failed | unchecked) and the
+path that made the delivered audio (``X-Audiopd-Path``: parallel | serial | mixed). A streamed answer
+sends its headers once the first sentence is decoded (and checked, in auto mode), so there they hold
+that sentence's (``X-Audiopd-Verdict-Scope: first-sentence``); SSE events carry every sentence's.
+Errors are JSON ``{"error": "<one line>"}`` (OpenAI's shape under /v1): 400 bad input, 403 foreign
+Host/Origin, 404, 405, 408, 413, 415, 429 queue full, 503 loading or time budget spent, 500 for bugs.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
-import signal
-import socket
-import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
 
 from audiopd import __version__
 from audiopd.errors import AudiopdError
+from audiopd.serve import openai_api as oai
+from audiopd.serve.engine import BudgetExhausted, Cancelled, Engine, EngineConfig, Job, Piece, QueueFull, merge
+from audiopd.serve.engine import verdict_of
+from audiopd.serve.guard import Guard, escape, read_body, require_json
+from audiopd.serve.metrics import Metrics
 from audiopd.serve.request import (
-    DEFAULT_HOST,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_CHARS,
-    DEFAULT_PORT,
     REPORT_HEADER,
     RequestError,
-    SynthesisRequest,
     build_request,
+    compact_report,
     parse_json_body,
-    parse_query,
     plain,
     report_header,
     wav_bytes,
@@ -56,266 +58,337 @@ if TYPE_CHECKING:
     from audiopd.pipeline import Synthesizer
 
 logger = logging.getLogger("audiopd.serve")
-
-# path -> methods it answers; anything else on a known path is 405 with an Allow header.
-ROUTES: dict[str, tuple[str, ...]] = {"/health": ("GET",), "/voices": ("GET",), "/synthesize": ("GET", "POST")}
-QUEUE_HEADER = "X-Audiopd-Queue-Seconds"
-# A refused body up to this size is read and dropped so the error reaches the client (see _drain_body).
-DRAIN_LIMIT_BYTES = 64 << 20
+STATIC = Path(__file__).with_name("static")
 
 
-class AudiopdServer(ThreadingHTTPServer):
-    """A threading HTTP server holding one Synthesizer and the lock that serialises its use."""
+@dataclass(frozen=True)
+class ServeConfig:
+    max_chars: int = DEFAULT_MAX_CHARS
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    body_timeout_s: float = 10.0  # the whole body must arrive within this
+    head_timeout_s: float = 10.0  # each request head must arrive within this (guard.GuardedH11Protocol)
+    max_connections: int = 64  # uvicorn's limit_concurrency: one more connection is answered 503
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    allow_hosts: tuple[str, ...] = ()  # extra Host values; ("*",) turns the Host check off
+    allow_origins: tuple[str, ...] = ()  # extra Origin values besides the server's own
 
-    # Request threads must not keep the process alive after Ctrl-C (an in-flight synthesis is abandoned).
-    daemon_threads = True
+    def validate(self) -> None:
+        if self.max_chars < 1 or self.max_body_bytes < 1 or self.max_connections < 1:
+            raise ValueError("max_chars, max_body_bytes and max_connections must be positive")
+        if not (self.body_timeout_s > 0 and self.head_timeout_s > 0):
+            raise ValueError("body_timeout_s and head_timeout_s must be > 0")
+        self.engine.validate()
 
-    def __init__(self, address: tuple[str, int], synth: Synthesizer, *, max_chars: int = DEFAULT_MAX_CHARS,
-                 max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, voice_name: str = "default",
-                 speaker: str | None = None) -> None:
-        if ":" in address[0]:  # an IPv6 literal such as "::1" or "::"
-            self.address_family = socket.AF_INET6
-        super().__init__(address, Handler)
-        self.synth = synth
-        self.lock = threading.Lock()
-        self.max_chars = max_chars
-        self.max_body_bytes = max_body_bytes
+
+class ServerState:
+    """What the routes share; ``engine`` is None until the voice is loaded (``ready``)."""
+
+    def __init__(self, config: ServeConfig | None = None, *, voice_name: str = "default") -> None:
+        self.config = config or ServeConfig()
+        self.config.validate()
         self.voice_name = voice_name
-        self.speaker = speaker
+        self.metrics = Metrics()
+        self.engine: Engine | None = None
+        self.formats: tuple[str, ...] = ()
 
-    @property
-    def port(self) -> int:
-        return int(self.server_address[1])
-
-    @property
-    def url(self) -> str:
-        host = str(self.server_address[0])
-        return f"http://{'[' + host + ']' if ':' in host else host}:{self.port}/"
-
-
-def make_server(synth: Synthesizer, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-                max_chars: int = DEFAULT_MAX_CHARS, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-                voice_name: str = "default", speaker: str | None = None) -> AudiopdServer:
-    """Bind a server for ``synth`` on ``host:port`` (port 0: any free port, see ``server.port``).
-
-    ``speaker`` is the speaker used when a request names none (None: the voice's first). The server
-    is bound but not yet serving: call ``serve_forever`` (in a thread for tests) or ``run_server``.
-    """
-    if max_chars < 1 or max_body_bytes < 1:
-        raise ValueError("max_chars and max_body_bytes must be positive")
-    if speaker is not None and speaker not in synth.voices:
-        raise AudiopdError(f"unknown speaker {speaker!r} (available: {', '.join(synth.voices) or 'none'})")
-    try:
-        return AudiopdServer((host, port), synth, max_chars=max_chars, max_body_bytes=max_body_bytes,
-                             voice_name=voice_name, speaker=speaker)
-    except OSError as exc:  # port in use, no such address, permission denied
-        raise AudiopdError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    def ready(self, synth: Synthesizer, speaker: str | None = None) -> None:
+        if speaker is not None and speaker not in synth.voices:
+            raise AudiopdError(f"unknown speaker {speaker!r} (available: {', '.join(synth.voices) or 'none'})")
+        self.formats = oai.available_formats(synth.sample_rate)
+        self.engine = Engine(synth, self.config.engine, speaker=speaker or (synth.voices[0] if synth.voices
+                                                                            else None), metrics=self.metrics)
+        self.metrics.loaded.set(1)
 
 
 def voice_label(spec: str | None, speaker: str | None) -> str:
     """The voice artifact a CLI ``--voice`` spec loaded (see audiopd.cli._load_voice), for /health."""
-    if spec is None or spec == speaker:  # nothing, or a speaker of the default voice
+    if spec is None or spec == speaker:
         return "default"
-    if speaker is not None:  # VOICE:SPEAKER
+    if speaker is not None:
         spec = spec[: -len(speaker) - 1] or "default"
     return Path(spec).name or spec
 
 
-def run_server(server: AudiopdServer, *, out: TextIO | None = None) -> int:
-    """Serve until Ctrl-C or SIGTERM, then close the socket; returns exit code 0."""
-    out = out or sys.stdout
-    if not logger.handlers:  # access and error log on stderr, unless the embedding program set one up
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-    synth = server.synth
-    speaker = server.speaker or (synth.voices[0] if synth.voices else "-")
-    # `kill PID` and service managers send SIGTERM: shut down as cleanly as on Ctrl-C. SIGINT gets the same handler
-    # explicitly: Python only installs its own when the parent left SIGINT at the default, and a server started
-    # from a background job inherits it ignored. Installed before the "serving at" line, which callers take as
-    # the sign of readiness: a signal sent right after it must find the handlers in place.
-    in_main = threading.current_thread() is threading.main_thread()
-    previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGINT)} if in_main else {}
-    try:
-        print(f"audiopd {__version__}: voice {server.voice_name} (speakers {', '.join(synth.voices)}; default "
-              f"{speaker}), {synth.sample_rate} Hz, serving at {server.url}  (Ctrl-C to stop)", file=out, flush=True)
-        server.serve_forever()
-    except KeyboardInterrupt:
-        print("audiopd: shutting down", file=out, flush=True)
-    finally:
-        server.server_close()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    return 0
+# ---------------------------------------------------------------------------------------- app
+def create_app(state: ServerState, *, hosts: frozenset[str] | None, origins: frozenset[str] | None = None) -> Any:
+    """The ASGI app: Starlette routes behind the Host/Origin guard. ``hosts`` None: any Host."""
+    routes = [
+        Route("/", _page), Route("/health", _health), Route("/healthz", _healthz), Route("/voices", _voices),
+        Route("/metrics", _metrics), Route("/synthesize", _synthesize, methods=["POST"]),
+        Route("/v1/models", _models), Route("/v1/voices", _v1_voices),
+        Route("/v1/audio/speech", _speech, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error, Exception: _bug})
+    app.state.audiopd = state
+    extra_origins = frozenset(o.lower().rstrip("/") for o in state.config.allow_origins)
+    if hosts is not None and origins is None:
+        origins = frozenset(f"http://{h}" for h in hosts) | extra_origins
+    return Guard(app, hosts=hosts, origins=origins, metrics=state.metrics)
 
 
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
+def _state(request: Request) -> ServerState:
+    return request.app.state.audiopd
 
 
-def _one_line(message: str) -> str:
-    return " ".join(message.split()) or "unknown error"
+def _engine(request: Request) -> Engine:
+    engine = _state(request).engine
+    if engine is None:
+        raise RequestError(503, "the voice is still loading; retry in a few seconds")
+    return engine
 
 
-class Handler(BaseHTTPRequestHandler):
-    server: AudiopdServer
-    server_version = f"audiopd/{__version__}"
-    # Socket timeout for reading a request: a stalled client cannot hold a thread forever.
-    timeout = 60
+async def _http_error(request: Request, exc: HTTPException) -> Response:
+    headers = dict(exc.headers or {})
+    if "Allow" in headers:  # Starlette builds it from a set: sorted, so it reads the same on every run
+        headers["Allow"] = ", ".join(sorted(m.strip() for m in headers["Allow"].split(",")))
+    allow = headers.get("Allow", "")
+    message = {404: f"no such path {escape(request.url.path, 80)!r}",
+               405: f"{request.method} is not allowed on {request.url.path}; use {allow}" + (
+                   " with a JSON body (GET was removed: any web page could make the server work)"
+                   if request.url.path == "/synthesize" else "")}.get(exc.status_code, str(exc.detail))
+    return _error(request, exc.status_code, message, headers)
 
-    def do_GET(self) -> None:
-        self._dispatch("GET")
 
-    def do_POST(self) -> None:
-        self._dispatch("POST")
+async def _bug(request: Request, exc: Exception) -> Response:
+    logger.error("internal error on %s %s: %s", request.method, escape(request.url.path), escape(repr(exc)),
+                 exc_info=exc)
+    return _error(request, 500, f"internal server error ({type(exc).__name__}); see the server log")
 
-    def do_PUT(self) -> None:
-        self._dispatch("PUT")
 
-    def do_DELETE(self) -> None:
-        self._dispatch("DELETE")
+def _error(request: Request, status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    message = " ".join(message.split()) or "unknown error"
+    headers = dict(headers or {})
+    if status in (429, 503):
+        headers.setdefault("Retry-After", "1" if status == 429 else "5")
+    body = oai.openai_error(status, message) if request.url.path.startswith("/v1/") else {"error": message}
+    return JSONResponse(body, status, headers=headers)
 
-    def do_PATCH(self) -> None:
-        self._dispatch("PATCH")
 
-    def do_HEAD(self) -> None:
-        self._dispatch("HEAD")
+def _guarded(handler: Any) -> Any:
+    """Map the refusals a synthesis route raises to their status codes."""
 
-    def do_OPTIONS(self) -> None:
-        self._dispatch("OPTIONS")
-
-    # ------------------------------------------------------------------------------------ dispatch
-    def _dispatch(self, method: str) -> None:
-        self._started = False
-        self._body_read = False
+    async def run(request: Request) -> Response:
         try:
-            url = urlsplit(self.path)
-            path = url.path.rstrip("/") or "/"
-            allowed = ROUTES.get(path)
-            if allowed is None:
-                raise RequestError(404, f"no such path {url.path!r}: try /health, /voices or /synthesize")
-            if method not in allowed:
-                self._error(405, f"{method} is not allowed on {path}; use {' or '.join(allowed)}",
-                            {"Allow": ", ".join(allowed)})
-                return
-            if path == "/health":
-                self._health()
-            elif path == "/voices":
-                self._send_json(200, list(self.server.synth.voices))
-            else:
-                fields = parse_query(url.query) if method == "GET" else parse_json_body(self._read_body())
-                req = build_request(fields, voices=self.server.synth.voices, max_chars=self.server.max_chars)
-                self._synthesize(req)
+            return await handler(request)
         except RequestError as exc:
-            self._error(exc.status, exc.message)
+            return _error(request, exc.status, exc.message)
+        except QueueFull as exc:
+            _state(request).metrics.refused.labels("queue_full").inc()
+            return _error(request, 429, str(exc))
+        except BudgetExhausted as exc:
+            _state(request).metrics.refused.labels("time_budget").inc()
+            return _error(request, 503, str(exc))
+        except Cancelled:
+            return Response(status_code=499)  # nobody is listening; logged as 499
         except AudiopdError as exc:  # caused by the input: nothing speakable, an option out of range
-            self._error(400, _one_line(str(exc)))
-        except TimeoutError:
-            self.close_connection = True
-            self._error(408, "timed out reading the request")
-        except (BrokenPipeError, ConnectionResetError):
-            logger.info("%s: client disconnected before the response was sent", self.address_string())
-        except Exception as exc:  # a bug: log it with its traceback, answer 500, keep serving
-            logger.exception("internal error handling %s %s", method, self.path)
-            self._error(500, f"internal server error ({type(exc).__name__}); see the server log")
+            return _error(request, 400, str(exc))
 
-    def _read_body(self) -> bytes:
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            raise RequestError(411, "chunked request bodies are not supported: send Content-Length")
-        length = self.headers.get("Content-Length")
-        if length is None:
-            raise RequestError(411, "a POST needs a Content-Length header")
+    return run
+
+
+# ---------------------------------------------------------------------------------------- plain routes
+async def _page(request: Request) -> Response:
+    return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+
+
+async def _healthz(request: Request) -> Response:
+    loaded = _state(request).engine is not None
+    return JSONResponse({"status": "ok" if loaded else "loading"}, 200 if loaded else 503)
+
+
+async def _health(request: Request) -> Response:
+    state = _state(request)
+    if state.engine is None:
+        return JSONResponse({"status": "loading", "version": __version__}, 503)
+    synth = state.engine.synth
+    return JSONResponse({"status": "ok", "voice": state.voice_name, "speaker": state.engine.speaker,
+                         "sample_rate": synth.sample_rate, "version": __version__,
+                         "formats": list(state.formats), "modes": ["auto", "parallel", "serial"]})
+
+
+@_guarded
+async def _voices(request: Request) -> Response:
+    return JSONResponse(list(_engine(request).synth.voices))
+
+
+@_guarded
+async def _v1_voices(request: Request) -> Response:
+    engine = _engine(request)
+    return JSONResponse({"voices": [{"id": v, "name": v} for v in engine.synth.voices], "default": engine.speaker,
+                         "openai_aliases": {v: engine.speaker for v in oai.OPENAI_VOICES}})
+
+
+async def _models(request: Request) -> Response:
+    data = [{"id": m, "object": "model", "created": 0, "owned_by": "audiopd"}
+            for m in (oai.MODEL_ID, *oai.MODEL_ALIASES)]
+    return JSONResponse({"object": "list", "data": data})
+
+
+async def _metrics(request: Request) -> Response:
+    return Response(_state(request).metrics.render(), headers={"Content-Type": _state(request).metrics.content_type})
+
+
+# ---------------------------------------------------------------------------------------- synthesis
+async def _json_fields(request: Request) -> dict[str, Any]:
+    require_json(request.headers)
+    cfg = _state(request).config
+    return parse_json_body(await read_body(request, limit=cfg.max_body_bytes, timeout_s=cfg.body_timeout_s))
+
+
+async def _watch_disconnect(request: Request, job: Job) -> None:
+    """Set the job's cancel flag when the client goes away (the body has been read: only a disconnect is left)."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            job.cancel.set()
+            return
+
+
+async def _speak_all(request: Request, engine: Engine, job: Job) -> tuple[Any, list, dict[str, Any]]:
+    watcher = asyncio.create_task(_watch_disconnect(request, job))
+    try:
+        pieces = [p async for p in engine.pieces(job)]
+    finally:
+        watcher.cancel()
+    return merge(pieces, job=job, sample_rate=engine.synth.sample_rate, wall_s=time.perf_counter() - job.arrived)
+
+
+def _headers(report: dict[str, Any], job: Job, sample_rate: int, scope: str) -> dict[str, str]:
+    return {"X-Audiopd-Verdict": verdict_of(report), "X-Audiopd-Path": str(report.get("mode")),
+            "X-Audiopd-First-Path": str(report.get("first_path")), "X-Audiopd-Verdict-Scope": scope,
+            "X-Audiopd-Voice": str(report.get("voice")), "X-Audiopd-Seed": str(job.seed),
+            "X-Audiopd-Sample-Rate": str(sample_rate), REPORT_HEADER: report_header(report)}
+
+
+def _words(words: list) -> list[dict[str, Any]]:
+    return [{"word": w.word, "start_s": round(w.start_s, 4), "end_s": round(w.end_s, 4)} for w in words]
+
+
+@_guarded
+async def _synthesize(request: Request) -> Response:
+    fields = await _json_fields(request)
+    engine = _engine(request)
+    req = build_request(fields, voices=engine.synth.voices, max_chars=_state(request).config.max_chars)
+    job = engine.admit(req)
+    try:
+        audio, words, report = await _speak_all(request, engine, job)
+    finally:
+        engine.release(job)
+    _log_done(job, report)
+    rate = engine.synth.sample_rate
+    headers = _headers(report, job, rate, "text")
+    wav = wav_bytes(audio, rate)
+    if req.format == "json":
+        return JSONResponse({"report": plain(report), "sample_rate": rate, "words": _words(words),
+                             "audio_wav_base64": base64.b64encode(wav).decode("ascii")}, headers=headers)
+    return Response(wav, media_type="audio/wav", headers=headers)
+
+
+@_guarded
+async def _speech(request: Request) -> Response:
+    fields = await _json_fields(request)
+    state = _state(request)
+    engine = _engine(request)
+    speech = oai.build_speech_request(fields, voices=engine.synth.voices, default_voice=engine.speaker,
+                                      max_chars=state.config.max_chars, formats=state.formats)
+    job = engine.admit(speech.synthesis)
+    rate = engine.synth.sample_rate
+    if speech.response_format not in oai.STREAMED:
         try:
-            n = int(length)
-        except ValueError:
-            n = -1
-        if n < 0:
-            raise RequestError(400, f"bad Content-Length {length!r}")
-        if n > self.server.max_body_bytes:
-            raise RequestError(413, f"request body of {n} bytes exceeds the limit of {self.server.max_body_bytes}")
-        self._body_read = True
-        body = self.rfile.read(n)
-        if len(body) != n:
-            self.close_connection = True
-            raise RequestError(400, f"request body ended after {len(body)} of {n} bytes")
-        return body
+            audio, _, report = await _speak_all(request, engine, job)
+        finally:
+            engine.release(job)
+        _log_done(job, report)
+        body = oai.encode(audio, rate, speech.response_format)
+        return Response(body, media_type=oai.CONTENT_TYPES[speech.response_format],
+                        headers=_headers(report, job, rate, "text"))
+    pieces = engine.pieces(job)
+    watcher = asyncio.create_task(_watch_disconnect(request, job))
+    try:
+        first = await anext(pieces)  # decoded (and checked, in auto mode) before the headers go out
+        state.metrics.first_audio.observe(time.perf_counter() - job.arrived)
+        out_rate = oai.PCM_RATE if speech.response_format == "pcm" else rate
+        headers = _headers(first.report, job, out_rate, "first-sentence" if len(job.pieces) > 1 else "text")
+        encode = _sse_events if speech.stream_format == "sse" else _audio_bytes
+        media = "text/event-stream" if speech.stream_format == "sse" else oai.CONTENT_TYPES[speech.response_format]
+        body = encode(first, pieces, job, speech.response_format, rate)
+        return _JobStream(body, media_type=media, headers=headers, on_close=lambda: engine.release(job))
+    except BaseException:  # the stream never started: nothing else will release the job
+        engine.release(job)
+        raise
+    finally:
+        watcher.cancel()
 
-    # ------------------------------------------------------------------------------------ endpoints
-    def _health(self) -> None:
-        synth = self.server.synth
-        self._send_json(200, {"status": "ok", "voice": self.server.voice_name,
-                              "speaker": self.server.speaker or (synth.voices[0] if synth.voices else None),
-                              "sample_rate": synth.sample_rate, "version": __version__})
 
-    def _synthesize(self, req: SynthesisRequest) -> None:
-        srv = self.server
-        t_arrive = time.perf_counter()
-        with srv.lock:
-            queued = time.perf_counter() - t_arrive
-            result = srv.synth.synthesize(req.text, voice=req.voice or srv.speaker, mode=req.mode,
-                                          steps=req.steps, seed=req.seed, speed=req.speed)
-        report = result.report
-        check = report.get("check") or {}
-        logger.info("synthesized %d chars: %s, %.2f s audio in %.2f s (queued %.2f s), check %s",
-                    len(req.text), report.get("mode"), report.get("audio_seconds", 0.0),
-                    report.get("wall_seconds", 0.0), queued, check.get("passed", "off"))
-        wav = wav_bytes(result.audio, result.sample_rate)
-        extra = {QUEUE_HEADER: f"{queued:.3f}"}
-        if req.format == "json":
-            self._send_json(200, {"report": plain(report), "sample_rate": int(result.sample_rate),
-                                  "audio_wav_base64": base64.b64encode(wav).decode("ascii")}, extra)
-        else:
-            self._send(200, wav, "audio/wav", {REPORT_HEADER: report_header(report), **extra})
+class _JobStream(StreamingResponse):
+    """A streamed answer that releases its job however the stream ends (done, failed, client gone)."""
 
-    # ------------------------------------------------------------------------------------ responses
-    def _send(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
-        self._started = True
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+    def __init__(self, *args: Any, on_close: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._on_close = on_close
 
-    def _send_json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
-        body = (json.dumps(obj, separators=(",", ":")) + "\n").encode("utf-8")
-        self._send(status, body, "application/json", headers)
-
-    def _error(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
-        if self._started:  # headers already went out: nothing sensible left to send
-            self.close_connection = True
-            return
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         try:
-            self._drain_body()
-            self._send_json(status, {"error": message}, headers)
-        except (BrokenPipeError, ConnectionResetError, TimeoutError):
-            self.close_connection = True
+            await super().__call__(scope, receive, send)
+        finally:
+            self._on_close()
 
-    def _drain_body(self) -> None:
-        """Read and drop a body the request was refused before reading (404, 405, 413).
 
-        Closing a socket with unread input makes the kernel answer with a TCP reset, which can destroy
-        the error response before the client reads it; so a body of sane size is consumed first.
-        """
-        if self._body_read:
-            return
-        self._body_read = True
-        try:
-            left = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            return
-        if left > DRAIN_LIMIT_BYTES:
-            return
-        while left > 0:
-            chunk = self.rfile.read(min(left, 1 << 16))
-            if not chunk:
-                break
-            left -= len(chunk)
+async def _rest(first: Piece, pieces: Any, job: Job) -> Any:
+    """The first piece, then the others; a spent budget ends the stream (what was sent stands)."""
+    yield first
+    done = [first]
+    try:
+        async for piece in pieces:
+            done.append(piece)
+            yield piece
+    except BudgetExhausted as exc:
+        logger.info("stream ended early: %s", exc)
+        yield exc
+        return
+    except Cancelled:
+        return
+    finally:
+        job.cancel.set()
+    logger.info("streamed %d sentences, %d chars: verdicts %s", len(done), len(job.req.text),
+                ",".join(p.verdict for p in done))
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (BaseHTTPRequestHandler's name)
-        logger.info("%s %s", self.address_string(), format % args)
+
+async def _audio_bytes(first: Piece, pieces: Any, job: Job, fmt: str, rate: int) -> Any:
+    if fmt == "wav":
+        yield oai.streaming_wav_header(rate)
+    async for piece in _rest(first, pieces, job):
+        if isinstance(piece, Piece):
+            yield oai.pcm16(oai.to_pcm_rate(piece.audio, rate) if fmt == "pcm" else piece.audio)
+
+
+async def _sse_events(first: Piece, pieces: Any, job: Job, fmt: str, rate: int) -> Any:
+    def event(obj: dict[str, Any]) -> bytes:
+        return f"data: {json.dumps(plain(obj), separators=(',', ':'))}\n\n".encode()
+
+    header = oai.streaming_wav_header(rate) if fmt == "wav" else b""
+    sent, pos = 0, 0.0
+    async for piece in _rest(first, pieces, job):
+        if isinstance(piece, BudgetExhausted):
+            yield event({"type": "error", "error": {"message": str(piece), "code": "time_budget"}})
+            return
+        audio = oai.to_pcm_rate(piece.audio, rate) if fmt == "pcm" else piece.audio
+        yield event({"type": "speech.audio.delta", "audio": base64.b64encode(header + oai.pcm16(audio)).decode(),
+                     "sentence": piece.index, "text": piece.text, "verdict": piece.verdict,
+                     "path": piece.report.get("mode"),
+                     "words": _words([type(w)(w.word, w.start_s + pos, w.end_s + pos) for w in piece.words])})
+        header = b""
+        sent += 1
+        pos += piece.audio.size / rate
+    yield event({"type": "speech.audio.done", "sentences": sent,
+                 "usage": {"input_tokens": len(job.req.text), "output_tokens": 0, "total_tokens": len(job.req.text)}})
+
+
+def _log_done(job: Job, report: dict[str, Any]) -> None:
+    logger.info("synthesized %d chars in %d sentences: %s, %.2f s audio in %.2f s, verdict %s",
+                len(job.req.text), report["chunks"], report["mode"], report["audio_seconds"],
+                report["wall_seconds"], verdict_of(report))
+
+
+__all__ = ["ServeConfig", "ServerState", "compact_report", "create_app", "voice_label"]

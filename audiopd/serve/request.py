@@ -13,7 +13,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qs
 
 import numpy as np
 
@@ -36,7 +35,13 @@ _FIELDS: dict[str, tuple[type, ...]] = {
     "text": (str,), "voice": (str,), "mode": (str,), "steps": (int,), "seed": (int,), "speed": (int, float),
     "format": (str,),
 }
-_NUMBER_PARSERS = {"steps": int, "seed": int, "speed": float}
+
+
+MAX_SEED = 2**63 - 1
+
+
+def _first_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:120]
 
 
 class RequestError(Exception):
@@ -62,7 +67,7 @@ class SynthesisRequest:
 
 
 def parse_json_body(raw: bytes) -> dict[str, Any]:
-    """A POST body -> the JSON object it holds, or RequestError 400."""
+    """A POST body -> the JSON object it holds, or RequestError 400 (never another exception)."""
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
@@ -70,31 +75,13 @@ def parse_json_body(raw: bytes) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise RequestError(400, f"the request body is not valid JSON: {exc.msg} at line {exc.lineno} "
                                 f"column {exc.colno}") from None
+    except RecursionError:  # e.g. 200,000 nested brackets
+        raise RequestError(400, "the request body is nested too deeply") from None
+    except ValueError as exc:  # an integer of more than sys.get_int_max_str_digits() digits
+        raise RequestError(400, f"the request body holds an unreadable number ({_first_line(exc)})") from None
     if not isinstance(data, dict):
         raise RequestError(400, f"the request body must be a JSON object, not {type(data).__name__}")
     return data
-
-
-def parse_query(query: str) -> dict[str, Any]:
-    """A query string -> fields with numbers converted (``steps=8`` -> 8), or RequestError 400."""
-    try:
-        pairs = parse_qs(query, keep_blank_values=True, strict_parsing=False, errors="strict")
-    except UnicodeDecodeError:
-        raise RequestError(400, "the query string is not UTF-8") from None
-    fields: dict[str, Any] = {}
-    for key, values in pairs.items():
-        if len(values) != 1:
-            raise RequestError(400, f"query parameter {key!r} is given {len(values)} times")
-        value = values[0]
-        if key in _NUMBER_PARSERS:
-            try:
-                fields[key] = _NUMBER_PARSERS[key](value)
-            except ValueError:
-                kind = "an integer" if _NUMBER_PARSERS[key] is int else "a number"
-                raise RequestError(400, f"{key} must be {kind}, got {value!r}") from None
-        else:
-            fields[key] = value
-    return fields
 
 
 def build_request(fields: dict[str, Any], *, voices: Sequence[str], max_chars: int) -> SynthesisRequest:
@@ -128,11 +115,20 @@ def build_request(fields: dict[str, Any], *, voices: Sequence[str], max_chars: i
     fmt = fields.get("format") or "wav"
     if fmt not in FORMATS:
         raise RequestError(400, f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    speed = check_numbers(fields)
+    return SynthesisRequest(text=text, voice=voice, mode=mode, steps=fields.get("steps"), seed=fields.get("seed"),
+                            speed=1.0 if speed is None else float(speed), format=fmt)
+
+
+def check_numbers(fields: dict[str, Any]) -> float | None:
+    """Range-check ``seed`` and ``speed`` (the facade checks them too, but with no cap on the seed); -> speed."""
+    seed = fields.get("seed")
+    if seed is not None and not 0 <= seed <= MAX_SEED:
+        raise RequestError(400, f"seed must be an integer in 0..{MAX_SEED}, got {str(seed)[:24]}")
     speed = fields.get("speed")
     if speed is not None and not math.isfinite(speed):
         raise RequestError(400, f"speed must be a finite number, got {speed!r}")
-    return SynthesisRequest(text=text, voice=voice, mode=mode, steps=fields.get("steps"), seed=fields.get("seed"),
-                            speed=1.0 if speed is None else float(speed), format=fmt)
+    return speed
 
 
 # ------------------------------------------------------------------------------------------ responses

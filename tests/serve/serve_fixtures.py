@@ -1,4 +1,4 @@
-"""HTTP server test helpers: a tiny Synthesizer, a server on port 0 in a thread, and a urllib client.
+"""HTTP server test helpers: a tiny Synthesizer, the server on port 0 in a thread, and a urllib client.
 
 The voice is the randomly initialised tiny VoiceModel of tests/voice_fixtures.py (duration predictor
 pinned to 5 frames per token) on the fixture codec, with a checker stub so auto mode runs its check
@@ -8,7 +8,6 @@ without loading PocketSphinx.
 from __future__ import annotations
 
 import json
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -21,7 +20,9 @@ from voice_fixtures import tiny_voice
 
 from audiopd.codec.fixture import make_fixture_codec
 from audiopd.pipeline import Synthesizer
-from audiopd.serve.app import AudiopdServer, make_server
+from audiopd.serve.app import ServeConfig
+from audiopd.serve.engine import EngineConfig
+from audiopd.serve.server import BackgroundServer
 
 SR = 16000
 TEXT = "Hello there, how are you?"
@@ -40,27 +41,28 @@ def synth() -> Synthesizer:
 
 
 @pytest.fixture
-def start_server(synth) -> Iterator[Callable[..., AudiopdServer]]:
-    """Factory: ``start_server(**make_server_kwargs)`` -> a serving AudiopdServer on 127.0.0.1:<free port>."""
-    started: list[tuple[AudiopdServer, threading.Thread]] = []
+def start_server(synth) -> Iterator[Callable[..., BackgroundServer]]:
+    """Factory: ``start_server(speaker=..., synth=..., **ServeConfig fields, engine=EngineConfig(...))``."""
+    started: list[BackgroundServer] = []
 
-    def start(**kwargs: Any) -> AudiopdServer:
-        server = make_server(kwargs.pop("synth", synth), "127.0.0.1", 0, **kwargs)
-        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        thread.start()
-        started.append((server, thread))
+    def start(*, speaker: str | None = None, **kwargs: Any) -> BackgroundServer:
+        tts = kwargs.pop("synth", synth)
+        server = BackgroundServer(tts, ServeConfig(**kwargs), speaker=speaker)
+        started.append(server)
         return server
 
     yield start
-    for server, thread in started:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    for server in started:
+        server.stop()
 
 
 @pytest.fixture
-def server(start_server) -> AudiopdServer:
+def server(start_server) -> BackgroundServer:
     return start_server()
+
+
+def engine(**kwargs: Any) -> EngineConfig:
+    return EngineConfig(**kwargs)
 
 
 @dataclass
@@ -74,7 +76,7 @@ class Reply:
         return json.loads(self.body)
 
 
-def request(server: AudiopdServer, path: str, *, method: str | None = None, body: bytes | None = None,
+def request(server: BackgroundServer, path: str, *, method: str | None = None, body: bytes | None = None,
             payload: Any = None, headers: dict[str, str] | None = None) -> Reply:
     """One HTTP request with urllib; HTTP errors are returned as replies, not raised."""
     if payload is not None:

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
+import urllib.error
 import urllib.request
 
 import pytest
@@ -19,7 +20,7 @@ from voice_fixtures import tiny_voice
 from audiopd.cli import main
 from audiopd.codec.fixture import write_fixture_artifact
 from audiopd.model.voice import save_voice
-from audiopd.serve.app import make_server, run_server
+from audiopd.serve.server import bind, run
 
 
 @pytest.fixture
@@ -61,22 +62,56 @@ def test_serve_prints_its_url_answers_and_stops_cleanly(artifacts, sig, inherite
 
 
 def test_signal_handlers_are_in_place_when_the_ready_line_is_printed(synth) -> None:
-    """The "serving at" line means ready: a service manager's SIGTERM sent at once must already shut down cleanly."""
-    server = make_server(synth, "127.0.0.1", 0)
+    """The "serving at" line means ready: a service manager's SIGTERM sent at once must shut down cleanly."""
+    sock = bind("127.0.0.1", 0)
     seen: dict[str, object] = {}
 
     class Out(io.StringIO):
         def write(self, text: str) -> int:
             if "serving at" in text:
                 seen["sigterm"] = signal.getsignal(signal.SIGTERM)
-                threading.Thread(target=server.shutdown, daemon=True).start()  # ends serve_forever
+                os.kill(os.getpid(), signal.SIGTERM)
             return super().write(text)
 
     before = signal.getsignal(signal.SIGTERM)
-    assert run_server(server, out=Out()) == 0
+    out = Out()
+    assert run(sock, lambda: (synth, None), out=out) == 0
     handler = seen["sigterm"]
     assert callable(handler) and handler not in (signal.SIG_DFL, signal.SIG_IGN, before), handler
     assert signal.getsignal(signal.SIGTERM) == before  # restored on the way out
+    assert "shutting down" in out.getvalue()
+
+
+def test_the_port_is_bound_before_the_voice_loads(synth) -> None:
+    """Finding: the port was bound only after the model loaded; now /healthz answers 503 "loading" meanwhile."""
+    sock = bind("127.0.0.1", 0)
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    release, answers = threading.Event(), {}
+
+    def slow_loader():
+        for path in ("/healthz", "/health"):
+            try:
+                urllib.request.urlopen(url + path, timeout=10)
+            except urllib.error.HTTPError as err:
+                answers[path] = (err.code, json.loads(err.read())["status"])
+        with socket.socket() as other:  # the port is taken while loading
+            answers["bind"] = other.connect_ex(("127.0.0.1", sock.getsockname()[1])) == 0
+        release.set()
+        return synth, None
+
+    class Out(io.StringIO):
+        def write(self, text: str) -> int:
+            if "serving at" in text:  # printed from the server's event loop: ask from another thread
+                threading.Thread(target=ready_then_stop, daemon=True).start()
+            return super().write(text)
+
+    def ready_then_stop() -> None:
+        with urllib.request.urlopen(url + "/healthz", timeout=10) as resp:
+            answers["ready"] = json.loads(resp.read())["status"]
+        os.kill(os.getpid(), signal.SIGINT)
+
+    assert run(sock, slow_loader, out=Out()) == 0
+    assert answers == {"/healthz": (503, "loading"), "/health": (503, "loading"), "bind": True, "ready": "ok"}
 
 
 @pytest.mark.parametrize("argv, needle", [

@@ -1,0 +1,147 @@
+"""OpenAI's speech API on audiopd: the request of ``POST /v1/audio/speech`` and the bytes it answers with.
+
+The request follows https://platform.openai.com/docs/api-reference/audio/createSpeech: ``model``,
+``input``, ``voice``, ``response_format``, ``speed``, ``stream_format`` (audio | sse), plus audiopd's
+``mode``, ``steps`` and ``seed``. Choices audiopd makes where OpenAI's names mean nothing here:
+
+* ``model``: ``audiopd``, or OpenAI's ``tts-1``, ``tts-1-hd``, ``gpt-4o-mini-tts`` as aliases of it;
+* ``voice``: a speaker of the loaded voice (``GET /v1/voices``); OpenAI's voice names (alloy, echo, ...)
+  speak with the server's default speaker, named in the ``X-Audiopd-Voice`` header, so a client
+  written for OpenAI works unchanged; any other name is a 400 that lists the speakers;
+* ``response_format``: wav (the default here; OpenAI's is mp3), pcm (16-bit little-endian mono at
+  24 kHz, as OpenAI sends it), flac, and mp3 / opus only where libsndfile can encode them;
+* ``instructions`` (voice direction) is refused: this voice cannot follow it.
+Errors use OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``, so its client shows them.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from audiopd.serve.request import MODES, RequestError, SynthesisRequest, check_numbers
+
+MODEL_ID = "audiopd"
+MODEL_ALIASES = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")
+OPENAI_VOICES = ("alloy", "ash", "ballad", "cedar", "coral", "echo", "fable", "marin", "nova", "onyx", "sage",
+                 "shimmer", "verse")
+PCM_RATE = 24000  # OpenAI's pcm: "raw samples in 24kHz (16-bit signed, low-endian), without the header"
+STREAMED = ("wav", "pcm")  # sent sentence by sentence as they are decoded; the others are encoded whole
+CONTENT_TYPES = {"wav": "audio/wav", "pcm": "audio/pcm", "flac": "audio/flac", "mp3": "audio/mpeg",
+                 "opus": "audio/ogg"}
+_SF = {"flac": ("FLAC", "PCM_16"), "mp3": ("MP3", "MPEG_LAYER_III"), "opus": ("OGG", "OPUS")}
+_FIELDS: dict[str, tuple[type, ...]] = {
+    "model": (str,), "input": (str,), "voice": (str, dict), "response_format": (str,), "speed": (int, float),
+    "stream_format": (str,), "instructions": (str,), "mode": (str,), "steps": (int,), "seed": (int,),
+}
+
+
+@dataclass(frozen=True)
+class SpeechRequest:
+    synthesis: SynthesisRequest
+    response_format: str = "wav"
+    stream_format: str = "audio"
+
+
+def available_formats(sample_rate: int) -> tuple[str, ...]:
+    """wav, pcm, flac, and mp3 / opus where this libsndfile encodes them at ``sample_rate``."""
+    out = ["wav", "pcm", "flac"]
+    for fmt in ("mp3", "opus"):
+        try:
+            encode(np.zeros(sample_rate // 10, np.float32), sample_rate, fmt)
+            out.append(fmt)
+        except Exception:  # noqa: BLE001 (libsndfile without the encoder, or a rate it cannot take)
+            continue
+    return tuple(out)
+
+
+def build_speech_request(fields: dict[str, Any], *, voices: Sequence[str], default_voice: str, max_chars: int,
+                         formats: Sequence[str]) -> SpeechRequest:
+    unknown = sorted(set(fields) - set(_FIELDS))
+    if unknown:
+        raise RequestError(400, f"unknown field(s) {', '.join(map(repr, unknown))}; known: {', '.join(_FIELDS)}")
+    for key, value in fields.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, _FIELDS[key])):
+            want = "a string" if str in _FIELDS[key] else "a number" if float in _FIELDS[key] else "an integer"
+            raise RequestError(400, f"{key} must be {want}, got {json.dumps(value)[:40]}")
+    model = fields.get("model") or MODEL_ID
+    if model != MODEL_ID and model not in MODEL_ALIASES:
+        raise RequestError(400, f"unknown model {model[:60]!r}: use {MODEL_ID!r} (or {', '.join(MODEL_ALIASES)})")
+    text = fields.get("input")
+    if not isinstance(text, str) or not text.strip():
+        raise RequestError(400, "missing or empty 'input'")
+    if len(text) > max_chars:
+        raise RequestError(413, f"input has {len(text)} characters, more than this server's limit of {max_chars}")
+    if fields.get("instructions"):
+        raise RequestError(400, "instructions are not supported: this voice cannot follow spoken directions")
+    voice = fields.get("voice")
+    if isinstance(voice, dict):  # the SDK's {"id": ...} form of a custom voice
+        voice = voice.get("id")
+    if voice is None or voice in OPENAI_VOICES:
+        voice = default_voice
+    if not isinstance(voice, str) or voice not in voices:
+        raise RequestError(400, f"unknown voice {str(voice)[:60]!r} (speakers: {', '.join(voices)}; OpenAI's "
+                                f"voice names speak with {default_voice!r})")
+    fmt = fields.get("response_format") or "wav"
+    if fmt not in formats:
+        missing = " (no encoder installed)" if fmt in ("mp3", "opus", "aac") else ""
+        raise RequestError(400, f"response_format {fmt[:20]!r} is not available{missing}; use one of "
+                                f"{', '.join(formats)}")
+    stream = fields.get("stream_format") or "audio"
+    if stream not in ("audio", "sse"):
+        raise RequestError(400, f"stream_format must be audio or sse, got {stream[:20]!r}")
+    if stream == "sse" and fmt not in STREAMED:
+        raise RequestError(400, f"stream_format sse sends {' or '.join(STREAMED)} deltas, not {fmt}")
+    mode = fields.get("mode") or "auto"
+    if mode not in MODES:
+        raise RequestError(400, f"mode must be one of {', '.join(MODES)}, got {mode[:20]!r}")
+    speed = check_numbers(fields)
+    req = SynthesisRequest(text=text, voice=voice, mode=mode, steps=fields.get("steps"), seed=fields.get("seed"),
+                           speed=1.0 if speed is None else float(speed))
+    return SpeechRequest(req, fmt, stream)
+
+
+def openai_error(status: int, message: str) -> dict[str, Any]:
+    kind = {429: "rate_limit_error", 503: "server_error", 500: "server_error"}.get(status, "invalid_request_error")
+    return {"error": {"message": message, "type": kind, "param": None, "code": str(status)}}
+
+
+# ------------------------------------------------------------------------------------------- bytes
+def pcm16(audio: np.ndarray) -> bytes:
+    return (np.clip(np.asarray(audio, np.float32), -1.0, 1.0) * 32767.0).round().astype("<i2").tobytes()
+
+
+def to_pcm_rate(audio: np.ndarray, sample_rate: int) -> np.ndarray:
+    """Resample to OpenAI's 24 kHz (polyphase; a piece starts and ends in a faded edge or a pause)."""
+    if sample_rate == PCM_RATE or audio.size == 0:
+        return audio
+    from math import gcd
+
+    from scipy.signal import resample_poly
+
+    g = gcd(PCM_RATE, sample_rate)
+    return resample_poly(audio, PCM_RATE // g, sample_rate // g).astype(np.float32)
+
+
+def streaming_wav_header(sample_rate: int) -> bytes:
+    """A 16-bit mono WAV header for a stream of unknown length: sizes set to the maximum, as OpenAI sends."""
+    size = 0xFFFFFFFF
+    return (b"RIFF" + struct.pack("<I", size) + b"WAVEfmt " + struct.pack("<IHHIIHH", 16, 1, 1, sample_rate,
+                                                                            sample_rate * 2, 2, 16)
+            + b"data" + struct.pack("<I", size - 36))
+
+
+def encode(audio: np.ndarray, sample_rate: int, fmt: str) -> bytes:
+    """A whole text in flac / mp3 / opus (libsndfile through soundfile)."""
+    import soundfile as sf
+
+    container, subtype = _SF[fmt]
+    buf = io.BytesIO()
+    sf.write(buf, np.clip(np.asarray(audio, np.float32), -1.0, 1.0), sample_rate, format=container, subtype=subtype)
+    return buf.getvalue()
