@@ -44,22 +44,31 @@ class JudgeConfig:
 
     asr: str = "whisper"
     mos: bool = True
+    dnsmos: bool = True
     cache: str | None = None
     threads: int = 1
 
 
-def add_arguments(parser: argparse.ArgumentParser, *, asr_flag: str = "--asr") -> None:
-    """The judge's options, the same in every evaluation command."""
+def add_asr_argument(parser: argparse.ArgumentParser, *, asr_flag: str = "--asr") -> None:
+    """``--asr`` alone, for commands that read judged reports rather than judge audio (compare, checker_calib)."""
     parser.add_argument(asr_flag, dest="judge_asr", choices=ASR_CHOICES, default="whisper",
                         help="recogniser for WER: whisper (tiny.en, default) or pocketsphinx")
+
+
+def add_arguments(parser: argparse.ArgumentParser, *, asr_flag: str = "--asr") -> None:
+    """The judge's options, the same in every evaluation command."""
+    add_asr_argument(parser, asr_flag=asr_flag)
     parser.add_argument("--no-mos", dest="judge_mos", action="store_false",
                         help="skip DistillMOS and DNSMOS (they need the 'eval' extra)")
+    parser.add_argument("--no-dnsmos", dest="judge_dnsmos", action="store_false",
+                        help="skip DNSMOS only (it scores every clip as 9 s: the costliest judge on sentences)")
     parser.add_argument("--judge-cache", default=None, metavar="FILE.jsonl",
                         help="reuse judgements of identical audio from this file and add new ones (resumable runs)")
 
 
 def from_args(args: argparse.Namespace, *, threads: int = 1) -> EvalJudge:
-    return make_judge(JudgeConfig(asr=args.judge_asr, mos=args.judge_mos, cache=args.judge_cache, threads=threads))
+    return make_judge(JudgeConfig(asr=args.judge_asr, mos=args.judge_mos, dnsmos=args.judge_dnsmos,
+                                  cache=args.judge_cache, threads=threads))
 
 
 def make_judge(config: JudgeConfig) -> EvalJudge:
@@ -74,8 +83,11 @@ def make_judge(config: JudgeConfig) -> EvalJudge:
         recognizer: Recognizer = outside.transcribe
     else:
         from audiopd.checker.sphinx import recognize as recognizer
-    return EvalJudge(recognizer, outside.naturalness if config.mos else None, asr=config.asr,
-                     cache=config.cache, costs=outside.costs)
+    def naturalness(audio: np.ndarray, sample_rate: int) -> dict[str, float | None]:
+        return outside.naturalness(audio, sample_rate, dnsmos=config.dnsmos)
+
+    return EvalJudge(recognizer, naturalness if config.mos else None, asr=config.asr, cache=config.cache,
+                     costs=outside.costs, dnsmos=config.dnsmos)
 
 
 def _audio_key(audio: np.ndarray, sample_rate: int) -> str:
@@ -118,8 +130,10 @@ class EvalJudge:
     """Scores one clip against its text: recogniser WER words, and naturalness when a scorer is given."""
 
     def __init__(self, recognizer: Recognizer, naturalness: Naturalness | None = None, *, asr: str = "custom",
-                 cache: str | None = None, costs: Callable[[], dict[str, Any]] | None = None) -> None:
+                 cache: str | None = None, costs: Callable[[], dict[str, Any]] | None = None,
+                 dnsmos: bool = True) -> None:
         self.asr = asr
+        self.dnsmos = dnsmos
         self._recognize = recognizer
         self._naturalness = naturalness
         self._cache = _Cache(cache)
@@ -141,13 +155,14 @@ class EvalJudge:
                 self._cache.put(key, text)
         return text
 
-    def naturalness(self, audio: np.ndarray, sample_rate: int) -> dict[str, float] | None:
+    def naturalness(self, audio: np.ndarray, sample_rate: int) -> dict[str, float | None] | None:
         if self._naturalness is None:
             return None
         key = f"mos:{_audio_key(audio, sample_rate)}"
         scores = self._cache.get(key)
-        if scores is None:
-            scores = {k: float(v) for k, v in self._naturalness(audio, sample_rate).items()}
+        # A judgement cached without DNSMOS does not answer a judge that wants it.
+        if scores is None or (self.dnsmos and any(scores.get(k) is None for k in MOS_KEYS)):
+            scores = {k: (None if v is None else float(v)) for k, v in self._naturalness(audio, sample_rate).items()}
             self._cache.put(key, scores)
         return scores
 
@@ -161,13 +176,18 @@ class EvalJudge:
         edits = sum(op != "ok" for op, _, _ in edit_ops(ref, hyp))
         out: dict[str, Any] = {"ref": ref, "hyp": hyp, "edits": edits, "ref_words": len(ref)}
         mos = self.naturalness(audio, sample_rate)
-        out.update({k: (round(mos[k], 4) if mos else None) for k in MOS_KEYS})
+        out.update({k: (round(mos[k], 4) if mos and mos.get(k) is not None else None) for k in MOS_KEYS})
         return out
 
     def describe(self) -> dict[str, Any]:
         """For a report: recogniser, whether MOS was scored, the normaliser, cache hits, per-judge costs."""
-        return {"asr": self.asr, "mos": self.mos, "normaliser": NORMALISER, "cache_hits": self._cache.hits,
+        return {"asr": self.asr, "mos": self.mos, "dnsmos": self.mos and self.dnsmos, "normaliser": NORMALISER, "cache_hits": self._cache.hits,
                 "costs": self._costs() if self._costs else None}
+
+
+def report_asr(report: dict[str, Any], key: str = "judge") -> str:
+    """The recogniser a report's WERs come from; reports written before ``--asr`` existed used pocketsphinx."""
+    return (report.get(key) or {}).get("asr", "pocketsphinx")
 
 
 def mos_means(scores: Iterable[dict[str, Any]]) -> dict[str, float | None]:

@@ -212,8 +212,6 @@ def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("par
     """
     from audiopd.audio import write_audio
 
-    if judge is None:
-        judge = judging.EvalJudge(recognizer) if recognizer else judging.make_judge(judging.JudgeConfig())
     log = log or (lambda msg: None)
     modes = list(dict.fromkeys(modes))
     bad = [m for m in modes if m not in EVAL_MODES]
@@ -226,6 +224,8 @@ def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("par
     if unknown or not speakers:
         raise EvalInputError(f"unknown speaker(s) {', '.join(unknown) or '(none given)'}: "
                              f"the voice has {', '.join(tts.voices) or 'none'}")
+    if judge is None:
+        judge = judging.EvalJudge(recognizer) if recognizer else judging.make_judge(judging.JudgeConfig())
     data = Path(data)
     sentences = select_sentences(read_manifest(data), speakers, n, seed)
     warnings = [] if len(sentences) == n else [f"only {len(sentences)} test sentences are eligible, not {n}"]

@@ -23,7 +23,7 @@ def fake_judges(monkeypatch) -> dict[str, int]:
         calls["transcribe"] += 1
         return "The traveller paid $13."
 
-    def naturalness(self, audio, rate):
+    def naturalness(self, audio, rate, *, dnsmos=True):
         calls["naturalness"] += 1
         level = float(np.abs(audio).mean())
         return {"distillmos": 2.0 + level, "dnsmos_ovrl": 3.0, "dnsmos_p808": 3.5}
@@ -95,3 +95,22 @@ def test_pocketsphinx_is_selectable(fake_judges, monkeypatch) -> None:
     judge = judging.from_args(parse(["--asr", "pocketsphinx"]))
     s = judge.score("Hello there.", np.zeros(160, np.float32), 16000)
     assert s["edits"] == 0 and fake_judges["transcribe"] == 0 and s["distillmos"] == 2.0
+
+
+def test_no_dnsmos_leaves_its_keys_empty_and_a_later_judge_fills_them(monkeypatch, tmp_path) -> None:
+    seen = []
+
+    def naturalness(self, audio, rate, *, dnsmos=True):
+        seen.append(dnsmos)
+        return {"distillmos": 3.0, "dnsmos_ovrl": 2.0 if dnsmos else None, "dnsmos_p808": 3.0 if dnsmos else None}
+
+    monkeypatch.setattr(judges, "check_installed", lambda **kw: None)
+    monkeypatch.setattr(judges.Judges, "transcribe", lambda self, audio, rate: "x")
+    monkeypatch.setattr(judges.Judges, "naturalness", naturalness)
+    cache = str(tmp_path / "c.jsonl")
+    audio = np.zeros(160, np.float32)
+    s = judging.from_args(parse(["--no-dnsmos", "--judge-cache", cache])).score("x", audio, 16000)
+    assert (s["distillmos"], s["dnsmos_ovrl"], s["dnsmos_p808"]) == (3.0, None, None) and seen == [False]
+    full = judging.from_args(parse(["--judge-cache", cache]))
+    assert full.score("x", audio, 16000)["dnsmos_ovrl"] == 2.0 and seen == [False, True]
+    assert full.describe()["dnsmos"] is True
