@@ -3,19 +3,26 @@
 PY ?= python3
 VENV ?= .venv
 
-.PHONY: test test-slow install deps
+.PHONY: test test-slow install deps teachers
 
 deps:
 	@command -v flite >/dev/null 2>&1 || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq flite; }
+	@command -v npm >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq npm; }
+
+# Kokoro's English voice pack (npm kokoro-js) for the peers' tests; a no-op once built.
+teachers: install
+	PYTHON=$(VENV)/bin/python recipes/teachers/install.sh
 
 install: deps
 	@[ -x $(VENV)/bin/python ] || $(PY) -m venv $(VENV)
 	$(VENV)/bin/pip install -q -e '.[dev]'
 
-test: install
+test: install teachers
 	$(VENV)/bin/pytest
 
-test-slow: install
+test-slow: install teachers
 	$(VENV)/bin/pytest -m slow

@@ -1,6 +1,7 @@
 """Speed benchmark of a voice: parallel vs serial decoding, side by side, at batch 1 and 8, 1 to 20 s.
 
     audiopd bench [--voice V] [--lengths 1,2,5,10,20] [--batch 1,8] [--repeats 3] [--auto] [--json OUT]
+                  [--peers kokoro:af_heart,piper:joe]
 
 Texts: sentences written for this benchmark (``BENCH_SENTENCES``; held-out style: plain English, no
 digits or abbreviations, in no corpus), concatenated from a different start sentence per batch item
@@ -28,6 +29,9 @@ Figures per cell and mode, all from one ``Synthesizer.synthesize_batch`` call ov
 Threads: torch's own choice unless ``--threads N`` (the same default as ``audiopd say`` and ``serve``, so the
 table says what a user of this machine gets); the report records the count. Both modes always run with the
 same count, side by side.
+
+``--peers`` times natural peer systems (Kokoro, Piper) in the same rounds on the same texts and thread count
+(``audiopd.eval.bench_peers`` describes their figures); they need the ``teachers`` extra.
 
 No speed figure is ever asserted in a test; tests check the structure on a tiny voice.
 """
@@ -271,12 +275,15 @@ def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def run_bench(tts, cfg: BenchConfig | None = None, *, speaker: str | None = None, voice_name: str = "",
-              log: Callable[[str], None] | None = None) -> dict[str, Any]:
+              log: Callable[[str], None] | None = None, peers: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run every cell (target length x batch size) and return the JSON-able report (see module doc).
 
     ``speaker`` is one of ``tts.voices`` (default: the first); ``voice_name`` only labels the report.
+    ``peers`` (name -> loaded peer, ``audiopd.eval.peers``) are timed in the same rounds on the same texts.
     """
     import torch
+
+    from audiopd.eval import bench_peers
 
     cfg = cfg or BenchConfig()
     cfg.validate()
@@ -295,20 +302,27 @@ def run_bench(tts, cfg: BenchConfig | None = None, *, speaker: str | None = None
     timer = tts.codec = TimedCodec(inner)
     order: list[dict[str, Any]] = []
     cells: list[dict[str, Any]] = []
+    peers = dict(peers or {})
     t_start = time.perf_counter()
     try:
         if cfg.warmup:
             for mode in cfg.modes(1):
                 _run(tts, timer, [text_for(min(cfg.lengths), 0)], mode, cfg, speaker)
+            for peer in peers.values():
+                bench_peers.run_peer(peer, [text_for(min(cfg.lengths), 0)])
         for target in cfg.lengths:
             for batch in cfg.batches:
                 batch_texts = [text_for(target, j) for j in range(batch)]
                 modes = cfg.modes(batch)
                 runs: dict[str, list[dict[str, Any]]] = {m: [] for m in modes}
+                peer_runs: dict[str, list[dict[str, float]]] = {p: [] for p in peers}
                 for r in range(cfg.repeats):
                     for mode in modes:  # interleaved: A B A B, so load drifts hit both modes alike
                         runs[mode].append(_run(tts, timer, batch_texts, mode, cfg, speaker))
                         order.append({"target_s": target, "batch": batch, "repeat": r, "mode": mode})
+                    for name, peer in peers.items():
+                        peer_runs[name].append(bench_peers.run_peer(peer, batch_texts))
+                        order.append({"target_s": target, "batch": batch, "repeat": r, "mode": name})
                 summary = {m: _summary(rs) for m, rs in runs.items()}
                 audio = runs[PARALLEL][0]["audio_s"]
                 par, ser = summary[PARALLEL]["median_s"], summary[SERIAL]["median_s"]
@@ -317,6 +331,9 @@ def run_bench(tts, cfg: BenchConfig | None = None, *, speaker: str | None = None
                     "audio_s_total": round(audio, 3), "texts": batch_texts, "modes": summary,
                     "serial_over_parallel": round(ser / par, 3) if par > 0 else None,
                 })
+                if peers:
+                    cells[-1]["peers"] = {name: bench_peers.summarize(rs, par, ser, summary[PARALLEL]["rtf"])
+                                          for name, rs in peer_runs.items()}
                 log(f"{target:g} s x {batch}: audio {audio / batch:.2f} s, parallel {par:.3f} s, serial {ser:.3f} s")
     finally:
         tts.codec = inner
@@ -387,6 +404,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=None, metavar="N",
                    help="torch threads (default: torch's choice, as for audiopd say and serve)")
     p.add_argument("--json", default=None, metavar="OUT.json", help="write the full report as JSON")
+    p.add_argument("--peers", default=None, metavar="SYSTEM:VOICE,...",
+                   help="also time natural peers on the same texts and threads, e.g. kokoro:af_heart,piper:joe "
+                   "(needs the 'teachers' extra)")
 
 
 def run_command(tts, speaker: str | None, args: argparse.Namespace) -> int:
@@ -402,15 +422,26 @@ def run_command(tts, speaker: str | None, args: argparse.Namespace) -> int:
     cfg.validate()
     if args.threads is not None:
         torch.set_num_threads(args.threads)
+    log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    peers, load_s = {}, {}
+    if getattr(args, "peers", None):
+        from audiopd.eval.bench_peers import load_peers
+
+        peers, load_s = load_peers(args.peers, torch.get_num_threads(), log)
     # --voice names a voice artifact, a speaker of the default voice, or VOICE:SPEAKER (audiopd.cli).
     spec = args.voice or ""
     name = (spec if speaker is None else spec.rpartition(":")[0] if ":" in spec else "") or "default"
-    report = run_bench(tts, cfg, speaker=speaker, voice_name=name,
-                       log=lambda m: print(m, file=sys.stderr, flush=True))
+    report = run_bench(tts, cfg, speaker=speaker, voice_name=name, log=log, peers=peers)
+    if peers:
+        report["peers"] = {"load_s": load_s, "threads": torch.get_num_threads()}
     print(f"voice {report['voice']} (speaker {report['speaker']}), codec {report['codec']}, "
           f"{report['torch_threads']} torch thread(s), {cfg.repeats} repeats, medians; "
           f"RTF = wall / audio seconds of the whole batch; {report['total_wall_s']:.0f} s")
     print(markdown_table(report))
+    if peers:
+        from audiopd.eval.bench_peers import print_table
+
+        print_table(report)
     if args.json:
         write_text_atomic(args.json, json.dumps(report, indent=1) + "\n")
     return 0

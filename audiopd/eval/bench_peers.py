@@ -1,0 +1,86 @@
+"""Peers in ``audiopd bench --peers kokoro:af_heart,piper:joe``: timed on the voice's own bench texts.
+
+Each peer (``audiopd.eval.peers``) is loaded once before timing (its load time is reported, never counted),
+warmed up with one untimed call, and then timed in the same interleaved rounds as audiopd's modes (parallel,
+serial, peer 1, peer 2, parallel, ...), on the same texts and with the same thread count. A peer has no
+batching: a batch's texts are synthesized one after another.
+
+Per cell and peer: ``median_s`` (wall), ``audio_s`` (the peer's own audio, which is longer or shorter than
+audiopd's for the same text), ``rtf`` = median / its audio seconds, and two ratios against audiopd on the same
+text: ``over_parallel`` = peer wall / parallel wall (> 1: parallel is that many times faster end to end) and
+``over_serial`` likewise; ``rtf_over_parallel`` compares real-time factors instead (speaking rate factored out).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+def load_peers(names: str, threads: int, log=None) -> tuple[dict[str, Any], dict[str, float]]:
+    """Load every peer of a ``--peers`` list; returns the peers and each one's load seconds (not timed later)."""
+    from audiopd.eval.peers import load_peer, parse_peers
+
+    peers, load_s = {}, {}
+    for spec in parse_peers(names):
+        t0 = time.perf_counter()
+        peers[spec.name] = load_peer(spec.name, threads=threads)
+        load_s[spec.name] = round(time.perf_counter() - t0, 3)
+        if log is not None:
+            log(f"loaded {spec.name} in {load_s[spec.name]:.2f} s ({threads} thread(s))")
+    return peers, load_s
+
+
+def run_peer(peer: Any, texts: Sequence[str]) -> dict[str, float]:
+    """One timed run of a peer over a batch's texts (sequentially)."""
+    t0 = time.perf_counter()
+    audio_s = 0.0
+    for text in texts:
+        audio, rate, _ = peer.synthesize(text)
+        audio_s += audio.size / rate
+    return {"wall_s": time.perf_counter() - t0, "audio_s": audio_s}
+
+
+def summarize(runs: list[dict[str, float]], parallel_s: float, serial_s: float,
+              parallel_rtf: float | None) -> dict[str, Any]:
+    wall = [r["wall_s"] for r in runs]
+    med = statistics.median(wall)
+    audio = runs[0]["audio_s"]
+    rtf = med / audio if audio > 0 else None
+    return {
+        "wall_s": [round(w, 4) for w in wall], "median_s": round(med, 4), "audio_s": round(audio, 3),
+        "rtf": None if rtf is None else round(rtf, 4),
+        "over_parallel": round(med / parallel_s, 3) if parallel_s > 0 else None,
+        "over_serial": round(med / serial_s, 3) if serial_s > 0 else None,
+        "rtf_over_parallel": round(rtf / parallel_rtf, 3) if rtf and parallel_rtf else None,
+    }
+
+
+def markdown_table(report: Mapping[str, Any]) -> str:
+    """One row per cell: audiopd's RTFs, then per peer its audio, RTF and wall-time ratio to parallel."""
+    names = list(report.get("peers", {}).get("load_s", {}))
+    if not names:
+        return ""
+    head = ["target s", "batch", "audiopd audio s", "RTF parallel", "RTF serial"]
+    for name in names:
+        head += [f"{name} audio s", f"{name} RTF", f"{name} / parallel", f"{name} / serial"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
+    for c in report["cells"]:
+        m = c["modes"]
+        row = [f"{c['target_s']:g}", str(c["batch"]), f"{c['audio_s']:.2f}", f"{m['parallel']['rtf']:.3f}",
+               f"{m['serial']['rtf']:.3f}"]
+        for name in names:
+            p = c["peers"][name]
+            row += [f"{p['audio_s'] / c['batch']:.2f}", f"{p['rtf']:.3f}", f"{p['over_parallel']:.2f}x",
+                    f"{p['over_serial']:.2f}x"]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def print_table(report: Mapping[str, Any]) -> None:
+    info = report["peers"]
+    print(f"\npeers on the same texts, {info['threads']} thread(s) (load s, not timed: {info['load_s']}); "
+          "peer / parallel = peer wall time over parallel's (> 1: audiopd parallel is faster)")
+    print(markdown_table(report))
