@@ -1,7 +1,8 @@
 """Quality evaluation of a voice: ASR word error rate on held-out sentences, teacher vs parallel vs serial.
 
     python -m audiopd.eval.tts_eval --data data --voice default --n 40 [--modes parallel,serial] \
-        [--steps K] [--speakers slt,rms] [--batch 8] [--seed 0] [--join J] [--out report.json]
+        [--steps K] [--speakers slt,rms] [--batch 8] [--seed 0] [--join J] [--out report.json] \
+        [--asr whisper|pocketsphinx] [--no-mos] [--no-dnsmos] [--judge-cache FILE] [--peers kokoro:af_heart,piper:joe]
 
 For every speaker of the voice the same ``N`` sentences of the corpus's held-out ``test`` split
 (recipes/corpus: sentences no model or codec saw) are judged (``audiopd.eval.judging``: ``--asr whisper``, the
@@ -18,6 +19,11 @@ has, so every speaker and mode speaks the same sentences and a rerun picks the s
 runs through the facade (``Synthesizer.synthesize_batch``) in batches of ``--batch`` texts with the
 same seed, in one process; the real-time factor is the wall time of those calls over the audio
 seconds they produced (batched, so it is a throughput figure).
+
+Peers: ``--peers kokoro:af_heart,piper:joe`` (``audiopd.eval.peers``, the ``teachers`` extra) speak the same
+sentences (or passages) one text at a time with ``--threads``; each is a row of system ``peer`` named after it,
+beside the voice's rows and not pooled with them. ``--modes ""`` with ``--peers`` leaves the voice out (its
+speakers' teacher rows stay, to compare with).
 
 Long texts: ``--join J`` speaks passages of J consecutive drawn sentences as one text each (``N // J``
 passages; the facade cuts them into chunks at sentence boundaries, as for a user's paragraph), and the
@@ -50,6 +56,7 @@ from audiopd.text.wer import BROKEN_WER
 
 EVAL_MODES = ("parallel", "serial", "auto")
 TEACHER = "teacher"
+PEER = "peer"
 
 # recognizer(audio, sample_rate) -> recognised text
 Recognizer = Callable[[np.ndarray, int], str]
@@ -175,14 +182,15 @@ class _Tally:
         from audiopd.text.wer import wer
 
         w = round(100.0 * wer(self.refs, self.hyps), 2) if self.refs else None
-        synth = system != TEACHER
+        synth = system not in (TEACHER, PEER)
+        timed = system != TEACHER
         return {
             "speaker": speaker, "system": system, "n": len(self.refs), "wer": w,
             "gap_pp": round(w - teacher_wer, 2) if synth and w is not None and teacher_wer is not None else None,
             "forward_passes": round(float(np.mean(self.passes)), 1) if synth and self.passes else None,
             "steps": round(float(np.mean(self.steps)), 1) if synth and self.steps else None,
-            "rtf": round(self.wall_s / self.audio_s, 4) if synth and self.audio_s > 0 else None,
-            "audio_s": round(self.audio_s, 3), "wall_s": round(self.wall_s, 3) if synth else None,
+            "rtf": round(self.wall_s / self.audio_s, 4) if timed and self.audio_s > 0 else None,
+            "audio_s": round(self.audio_s, 3), "wall_s": round(self.wall_s, 3) if timed else None,
             **judging.mos_means(self.scores),
         }
 
@@ -201,21 +209,23 @@ def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("par
              steps: int | None = None, seed: int = 0, batch: int = 8, speakers: Sequence[str] | None = None,
              join: int = 1,
              recognizer: Recognizer | None = None, wav_dir: str | Path | None = None, voice_name: str = "",
-             log: Callable[[str], None] | None = None, judge: judging.EvalJudge | None = None) -> dict[str, Any]:
+             log: Callable[[str], None] | None = None, judge: judging.EvalJudge | None = None,
+             peers: Sequence[Any] = ()) -> dict[str, Any]:
     """Run the evaluation with a loaded ``Synthesizer``; returns the JSON-able report (see module doc).
 
     ``forward_passes`` per text counts the passes of every model batch the text took part in (the
     facade's figure), so it does not shrink with batching; ``steps`` are level-0 steps (serial: one
     per frame). ``join`` > 1 evaluates passages of that many of the ``n`` sentences (``join_sentences``).
     ``judge`` scores every clip (default: Whisper with DistillMOS/DNSMOS); a bare ``recognizer`` instead means
-    that recogniser's WER and no MOS.
+    that recogniser's WER and no MOS. ``peers`` are loaded ``audiopd.eval.peers`` systems (``.name``,
+    ``.synthesize(text) -> (audio, rate, durations)``), each judged on the same sentences as a ``peer`` row.
     """
     from audiopd.audio import write_audio
 
     log = log or (lambda msg: None)
     modes = list(dict.fromkeys(modes))
     bad = [m for m in modes if m not in EVAL_MODES]
-    if bad or not modes:
+    if bad or not (modes or peers):
         raise EvalInputError(f"modes must be a non-empty list of {', '.join(EVAL_MODES)}, got {list(modes)}")
     if batch < 1:
         raise EvalInputError(f"--batch must be >= 1, got {batch}")
@@ -287,11 +297,24 @@ def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("par
         all_taught = TEACHER in pooled and len(pooled[TEACHER].refs) == len(sentences) * len(speakers)
         t_wer = pooled[TEACHER].row("all", TEACHER, None)["wer"] if all_taught else None
         rows += [tal.row("all", system, t_wer) for system, tal in pooled.items()]
+    for peer in peers:
+        tal = _tally()
+        for s in sentences:
+            t0 = time.perf_counter()
+            audio, rate, _durations = peer.synthesize(s.text)
+            tal.wall_s += time.perf_counter() - t0
+            sc = judge.score(refs[s.id], audio, rate)
+            tal.add(refs[s.id], sc, audio.size / rate)
+            utts.append(_utt(peer.name, PEER, s, sc, audio.size / rate))
+            if wav_dir is not None:
+                write_audio(Path(wav_dir) / peer.name.replace(":", "_") / f"{s.id}.wav", audio, rate)
+        rows.append(tal.row(peer.name, PEER, None))
+        log(f"{peer.name}: {len(sentences)} sentences, {tal.wall_s:.1f} s wall for {tal.audio_s:.1f} s audio")
     return {
         "auto": auto_summary(utts),
         "voice": voice_name, "codec": tts.codec.name,
         "data": str(data), "n": len(sentences), "join": join, "seed": seed, "steps": steps, "batch": batch,
-        "modes": modes,
+        "modes": modes, "peers": [p.name for p in peers],
         "speakers": speakers, "sentences": [{"id": s.id, "text": s.text} for s in sentences],
         "rows": rows, "utterances": utts, "warnings": warnings, "judge": judge.describe(),
         "wall_s": round(time.perf_counter() - t_start, 2),
@@ -358,6 +381,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--join", type=int, default=1, metavar="J",
                    help="long texts: speak passages of J consecutive held-out sentences as one text (default: 1)")
     p.add_argument("--threads", type=int, default=1, help="torch and judge threads (default: 1)")
+    p.add_argument("--peers", default=None, metavar="SYSTEM:VOICE,...",
+                   help="also judge these peers on the same sentences (kokoro:<voice>, piper:joe; 'teachers' extra)")
     judging.add_arguments(p)
     p.add_argument("--save-wavs", default=None, metavar="DIR", help="also write the synthesised audio here")
     p.add_argument("--out", default=None, metavar="REPORT.json", help="write the full report as JSON")
@@ -375,9 +400,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
         judge = judging.from_args(args, threads=args.threads)
         tts = audiopd.load(args.voice)
+        peers = []
+        if args.peers:
+            from audiopd.eval.peers import load_peer, parse_peers
+
+            peers = [load_peer(spec.name, threads=args.threads) for spec in parse_peers(args.peers)]
         report = evaluate(tts, args.data, n=args.n, modes=_csv(args.modes), steps=args.steps, seed=args.seed,
                           batch=args.batch, speakers=_csv(args.speakers) if args.speakers else None, join=args.join,
-                          wav_dir=args.save_wavs, voice_name=args.voice or "default", judge=judge,
+                          wav_dir=args.save_wavs, voice_name=args.voice or "default", judge=judge, peers=peers,
                           log=lambda m: print(m, file=sys.stderr, flush=True))
         report["torch_threads"] = torch.get_num_threads()
         what = "held-out sentences" if args.join == 1 else f"passages of {args.join} held-out sentences"

@@ -301,3 +301,37 @@ def test_join_rejects_too_few_sentences_and_warns_about_leftovers(voice_env, tmp
     joined = join_sentences(three, 2)
     assert [(s.id, s.text, s.wavs) for s in joined] == [("s0+s1", "Text 0. Text 1.", {"slt": ("w0.wav", "w1.wav")})]
     assert join_sentences(three, 1) == three
+
+
+def test_peers_speak_the_same_sentences_as_rows_of_their_own(voice_env, tmp_path) -> None:
+    from audiopd.eval.judging import EvalJudge
+    from audiopd.eval.peers import PeerAudio
+
+    data = write_corpus(tmp_path, flite=False)
+
+    class FakePeer:
+        name = "kokoro:af_heart"
+        sample_rate = 24000
+
+        def __init__(self) -> None:
+            self.texts: list[str] = []
+
+        def synthesize(self, text: str) -> PeerAudio:
+            self.texts.append(text)
+            return PeerAudio(np.full(24000, 0.1, np.float32), 24000, None)
+
+    peer = FakePeer()
+    # The peer's 1 s clips are heard right; everything else (0.5 s teacher clips) as nothing.
+    judge = EvalJudge(lambda a, r: SENTENCES["t001"] if a.size == 24000 else "",
+                      lambda a, r: {"distillmos": 4.5 if a.size == 24000 else 3.0, "dnsmos_ovrl": 3.0,
+                                    "dnsmos_p808": 3.5})
+    report = evaluate(audiopd.load(), data, n=2, modes=[], speakers=["slt"], judge=judge, peers=[peer])
+    assert peer.texts == [SENTENCES["t001"], SENTENCES["t002"]] and report["peers"] == ["kokoro:af_heart"]
+    rows = {(r["speaker"], r["system"]): r for r in report["rows"]}
+    assert set(rows) == {("slt", "teacher"), ("kokoro:af_heart", "peer")}
+    p = rows[("kokoro:af_heart", "peer")]
+    assert p["n"] == 2 and p["gap_pp"] is None and p["distillmos"] == 4.5 and p["rtf"] is not None
+    assert p["wer"] == round(100.0 * 6 / 11, 2)  # t002 (6 words) heard as t001's words: all 6 wrong
+    assert rows[("slt", "teacher")]["distillmos"] == 3.0 and rows[("slt", "teacher")]["rtf"] is None
+    with pytest.raises(EvalInputError, match="modes must be"):
+        evaluate(audiopd.load(), data, n=2, modes=[], judge=judge)
