@@ -22,8 +22,8 @@ free recognition by ``--asr whisper`` (default) or ``pocketsphinx`` scored again
 DistillMOS and DNSMOS beside it. Clips with outside WER <= 0.5 count as intelligible; the report gives
 false alarms on those and on all clean clips, and "broken passed": clips with outside WER > 0.5 that the
 checker passed (``outside_summary``). PocketSphinx is the recogniser the checker's own ASR check uses, so
-with ``--asr pocketsphinx --checker-asr always`` the two are not independent; Whisper is. The JSON report holds the rates, a markdown table
-(condition x check that fired), the misses, the checker's cost as a real-time factor (``rtf``, and
+with ``--asr pocketsphinx --checker-asr always`` the two are not independent; Whisper is. The JSON report holds
+the rates, a markdown table (condition x check that fired), the misses, the checker's cost as a real-time factor (``rtf``, and
 ``rtf_asr`` / ``rtf_align`` for its two PocketSphinx passes), every clip (text, speaker, seconds, outside WER) and
 one record per scored clip (metrics, failed checks), for re-deriving thresholds offline
 (``python -m audiopd.eval.checker_calib``). Latest flite figures: the docstring of

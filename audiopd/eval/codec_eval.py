@@ -183,8 +183,8 @@ def evaluate(
 
 
 def markdown_table(original: dict, rows: list[dict]) -> str:
-    cols = ["levels", "wer", *judging.MOS_KEYS, "f0_mean_abs_cents", "f0_median_abs_cents", "f0_gross_pct", "f0_fine_mean_abs_cents",
-            "f0_token_mean_abs_cents", "vuv_error_pct", "mcd_db", "pesq_wb", "decode_x_realtime"]
+    cols = ["levels", "wer", *judging.MOS_KEYS, "f0_mean_abs_cents", "f0_median_abs_cents", "f0_gross_pct",
+            "f0_fine_mean_abs_cents", "f0_token_mean_abs_cents", "vuv_error_pct", "mcd_db", "pesq_wb", "decode_x_realtime"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in [original, *rows]:
         lines.append("| " + " | ".join("" if r.get(c) is None else str(r.get(c)) for c in cols) + " |")

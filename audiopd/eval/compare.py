@@ -175,8 +175,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         a = utterance_edits(reps_a, args.a[0], speakers)
         b = utterance_edits(reps_b, args.b[0], speakers)
         c = paired_bootstrap(a, b, resamples=args.resamples, seed=args.seed, above=args.above)
-        mos = {k: paired_mos(utterance_mos(reps_a, args.a[0], k, speakers), utterance_mos(reps_b, args.b[0], k, speakers),
-                             resamples=args.resamples, seed=args.seed) for k in judging.MOS_KEYS}
+        mos = {k: paired_mos(utterance_mos(reps_a, args.a[0], k, speakers),
+                             utterance_mos(reps_b, args.b[0], k, speakers), resamples=args.resamples, seed=args.seed)
+               for k in judging.MOS_KEYS}
     except AudiopdError as exc:
         print(f"compare: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2

@@ -181,7 +181,8 @@ class EvalJudge:
 
     def describe(self) -> dict[str, Any]:
         """For a report: recogniser, whether MOS was scored, the normaliser, cache hits, per-judge costs."""
-        return {"asr": self.asr, "mos": self.mos, "dnsmos": self.mos and self.dnsmos, "normaliser": NORMALISER, "cache_hits": self._cache.hits,
+        return {"asr": self.asr, "mos": self.mos, "dnsmos": self.mos and self.dnsmos, "normaliser": NORMALISER,
+                "cache_hits": self._cache.hits,
                 "costs": self._costs() if self._costs else None}
 
 

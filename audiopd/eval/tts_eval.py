@@ -6,7 +6,8 @@
 
 For every speaker of the voice the same ``N`` sentences of the corpus's held-out ``test`` split
 (recipes/corpus: sentences no model or codec saw) are judged (``audiopd.eval.judging``: ``--asr whisper``, the
-default, or ``pocketsphinx`` for WER; DistillMOS and DNSMOS beside it) three ways: the teacher's own recording from the corpus
+default, or ``pocketsphinx`` for WER; DistillMOS and DNSMOS beside it) three ways: the teacher's own recording
+from the corpus
 (``DATA/corpus/wav/<speaker>/<id>.wav``, when the speaker is one of the corpus voices), and the voice
 synthesising the sentence in each requested mode (checker off for ``parallel``/``serial``, so the
 figures measure the decoder, not the ladder). The teacher's WER is the floor the ASR itself sets on
@@ -360,7 +361,8 @@ def markdown_table(report: dict[str, Any]) -> str:
              "| steps | RTF |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in report["rows"]:
         lines.append(f"| {r['speaker']} | {r['system']} | {r['n']} | {_fmt(r['wer'])} | {_fmt(r['gap_pp'], 'pp')} "
-                     f"| {judging.mos_cells(r)} | {_fmt(r['forward_passes'])} | {_fmt(r['steps'])} | {_fmt(r['rtf'])} |")
+                     f"| {judging.mos_cells(r)} | {_fmt(r['forward_passes'])} | {_fmt(r['steps'])} "
+                     f"| {_fmt(r['rtf'])} |")
     return "\n".join(lines)
 
 

@@ -191,7 +191,8 @@ def test_main_with_a_voice_writes_the_report(voice_dir, tmp_path, capsys, monkey
     assert report["outside"]["n_broken"] == 2 and report["outside"]["broken_passed"] == sum(
         it["passed"] for it in report["items"])
     printed = capsys.readouterr().out
-    assert "| clean |" in printed and "outside ASR (pocketsphinx) on 2 clean clips" in printed and "broken passed" in printed
+    assert "| clean |" in printed and "outside ASR (pocketsphinx) on 2 clean clips" in printed
+    assert "broken passed" in printed
     assert "(recognition 0.000, alignment " in printed
     assert "detection -;" in printed  # clean clips only: no fault to detect
 

@@ -36,8 +36,8 @@ def test_world_codec_gets_a_vocoder_row_and_token_f0_error() -> None:
     from audiopd.eval.judging import EvalJudge
 
     # No ASR or MOS model needed for these figures: a fixed transcript, and a MOS that grows with the level.
-    judge = EvalJudge(lambda audio, sr: "a vowel",
-                      lambda audio, sr: {"distillmos": 3.0, "dnsmos_ovrl": float(np.abs(audio).max()), "dnsmos_p808": 1.0})
+    judge = EvalJudge(lambda audio, sr: "a vowel", lambda audio, sr: {
+        "distillmos": 3.0, "dnsmos_ovrl": float(np.abs(audio).max()), "dnsmos_p808": 1.0})
     codec = small_world_codec()
     items = [(vowel(130.0, 0.8), "a vowel"), (vowel(200.0, 0.8, (300.0, 2300.0, 3000.0)), "a vowel")]
     original, rows = evaluate(codec, items, [1, 3], with_pesq=False, judge=judge)

@@ -87,7 +87,8 @@ def test_cli(tmp_path, capsys):
     path = tmp_path / "r.json"
     path.write_text(json.dumps(_pair(20, 3, 1)))
     # A report written before --asr existed was judged by pocketsphinx.
-    assert main(["--a", "serial", str(path), "--b", "teacher", str(path), "--above", "5", "--asr", "pocketsphinx"]) == 0
+    argv = ["--a", "serial", str(path), "--b", "teacher", str(path), "--above", "5", "--asr", "pocketsphinx"]
+    assert main(argv) == 0
     out = capsys.readouterr().out
     assert "20 paired utterances, pocketsphinx WER" in out and "distillmos" not in out and "A - B +20.00 (95% +20.00..+20.00)" in out and "> 5: 1.000" in out
     assert main(["--a", "serial", str(tmp_path / "missing.json"), "--b", "teacher", str(path)]) == 2
