@@ -164,6 +164,8 @@ class EvalJudge:
         if scores is None or (self.dnsmos and any(scores.get(k) is None for k in MOS_KEYS)):
             scores = {k: (None if v is None else float(v)) for k, v in self._naturalness(audio, sample_rate).items()}
             self._cache.put(key, scores)
+        if not self.dnsmos:  # a cached DNSMOS of some clips only would make a row's mean cover a subset
+            scores = {**scores, "dnsmos_ovrl": None, "dnsmos_p808": None}
         return scores
 
     def score(self, text: str | list[str], audio: np.ndarray, sample_rate: int) -> dict[str, Any]:

@@ -114,3 +114,6 @@ def test_no_dnsmos_leaves_its_keys_empty_and_a_later_judge_fills_them(monkeypatc
     full = judging.from_args(parse(["--judge-cache", cache]))
     assert full.score("x", audio, 16000)["dnsmos_ovrl"] == 2.0 and seen == [False, True]
     assert full.describe()["dnsmos"] is True
+    # Without DNSMOS a cached DNSMOS is not reported either: every clip of a row has it or none has.
+    again = judging.from_args(parse(["--no-dnsmos", "--judge-cache", cache])).score("x", audio, 16000)
+    assert (again["distillmos"], again["dnsmos_ovrl"]) == (3.0, None) and seen == [False, True]
