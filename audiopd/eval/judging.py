@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from audiopd.errors import AudiopdError
 from audiopd.text.wer import edit_ops, judge_words
 
 ASR_CHOICES = ("whisper", "pocketsphinx")
@@ -102,6 +103,8 @@ class _Cache:
         self.path = Path(path) if path else None
         self.items: dict[str, Any] = {}
         self._lock = threading.Lock()
+        if self.path is not None and self.path.is_dir():
+            raise AudiopdError(f"--judge-cache {self.path} is a directory, not a file")
         if self.path is not None and self.path.is_file():
             for line in self.path.read_text(encoding="utf-8").splitlines():
                 try:

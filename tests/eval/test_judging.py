@@ -90,6 +90,13 @@ def test_the_cache_judges_identical_audio_once_across_runs(fake_judges, tmp_path
     assert fake_judges == {"transcribe": 2, "naturalness": 2}
 
 
+def test_a_cache_path_that_is_a_directory_is_a_clear_error(tmp_path) -> None:
+    from audiopd.errors import AudiopdError
+
+    with pytest.raises(AudiopdError, match="is a directory"):
+        judging.EvalJudge(lambda a, r: "", cache=str(tmp_path))
+
+
 def test_pocketsphinx_is_selectable(fake_judges, monkeypatch) -> None:
     monkeypatch.setattr("audiopd.checker.sphinx.recognize", lambda audio, rate: "hello there")
     judge = judging.from_args(parse(["--asr", "pocketsphinx"]))
