@@ -17,13 +17,13 @@ auto mode also hands it the predicted durations and the codes, which add the len
 repetition and confidence checks and widen the pause limit to the longest predicted unit.
 
 A young voice is not as intelligible as its teachers, so a "false alarm" on its output may be
-a true one. Each clean voice clip therefore also gets an *outside* judgement: PocketSphinx free
-recognition (``audiopd.checker.sphinx.recognize``) scored against the text (``audiopd.text.wer``).
-Clips with outside WER <= 0.5 count as intelligible; the report gives false alarms on those and
-on all clean clips, and "broken passed": clips with outside WER > 0.5 that the checker passed
-(``outside_summary``). The recogniser is the one the checker's own ASR check uses, so with
-``--asr always`` the two are not independent. The JSON report holds the rates, a markdown table
-(condition x check that fired), the misses, the checker's cost as a real-time factor (``rtf``, and
+a true one. Each clean voice clip therefore also gets an *outside* judgement (``audiopd.eval.judging``):
+free recognition by ``--asr whisper`` (default) or ``pocketsphinx`` scored against the text, with
+DistillMOS and DNSMOS beside it. Clips with outside WER <= 0.5 count as intelligible; the report gives
+false alarms on those and on all clean clips, and "broken passed": clips with outside WER > 0.5 that the
+checker passed (``outside_summary``). PocketSphinx is the recogniser the checker's own ASR check uses, so
+with ``--asr pocketsphinx --checker-asr always`` the two are not independent; Whisper is. The JSON report holds
+the rates, a markdown table (condition x check that fired), the misses, the checker's cost as a real-time factor (``rtf``, and
 ``rtf_asr`` / ``rtf_align`` for its two PocketSphinx passes), every clip (text, speaker, seconds, outside WER) and
 one record per scored clip (metrics, failed checks), for re-deriving thresholds offline
 (``python -m audiopd.eval.checker_calib``). Latest flite figures: the docstring of
@@ -51,6 +51,7 @@ from audiopd.eval.bench_clips import (
     render,
     voice_clips,
 )
+from audiopd.eval import judging
 from audiopd.text.wer import BROKEN_WER
 
 __all__ = ["FORTUNE_DIR", "VOICES", "Clip", "clips", "load_sentences", "main", "outside_summary", "render",
@@ -73,14 +74,15 @@ def _table(rows: dict[str, dict], checks: list[str]) -> str:
     return "\n".join(lines)
 
 
-def outside_judgement(text: str, audio: Any, sample_rate: int, recognizer: Recognizer) -> dict[str, Any]:
-    """Free recognition of a clean clip scored against its text: hypothesis, edits, reference words, WER."""
-    from audiopd.text.wer import text_to_words, word_errors
-
-    ref = text_to_words(text)
-    hyp = text_to_words(recognizer(audio, sample_rate))
-    edits, n_ref = word_errors(ref, hyp)
-    return {"hyp": " ".join(hyp), "edits": edits, "ref_words": n_ref, "wer": round(edits / max(1, n_ref), 4)}
+def outside_judgement(text: str, audio: Any, sample_rate: int,
+                      judge: judging.EvalJudge | Recognizer) -> dict[str, Any]:
+    """A clean clip judged against its text: hypothesis, edits, reference words, WER and the MOS keys."""
+    if not isinstance(judge, judging.EvalJudge):
+        judge = judging.EvalJudge(judge)
+    sc = judge.score(text, audio, sample_rate)
+    n_ref = sc["ref_words"]
+    return {"hyp": " ".join(sc["hyp"]), "edits": sc["edits"], "ref_words": n_ref,
+            "wer": round(sc["edits"] / max(1, n_ref), 4), **{k: sc[k] for k in judging.MOS_KEYS}}
 
 
 def outside_summary(items: Sequence[dict[str, Any]], broken_wer: float = BROKEN_WER) -> dict[str, Any] | None:
@@ -88,7 +90,8 @@ def outside_summary(items: Sequence[dict[str, Any]], broken_wer: float = BROKEN_
 
     A clean clip is *intelligible* when its outside WER is <= ``broken_wer`` and *broken* otherwise;
     false alarms are flagged clean clips (on the intelligible ones, and on all), and "broken
-    passed" counts broken clips the checker passed. ``outside_wer`` is corpus-level (edits / words).
+    passed" counts broken clips the checker passed. ``outside_wer`` is corpus-level (edits / words); the MOS
+    keys are means over the clean clips.
     """
     clean = [it for it in items if it["kind"] == "clean" and it.get("outside") is not None]
     if not clean:
@@ -115,6 +118,7 @@ def outside_summary(items: Sequence[dict[str, Any]], broken_wer: float = BROKEN_
         "false_alarm_rate_all": fa_all / len(clean),
         "broken_passed": passed_broken,
         "broken_passed_rate": passed_broken / len(broken) if broken else None,
+        **judging.mos_means(it["outside"] for it in clean),
     }
 
 
@@ -122,15 +126,16 @@ def run_bench(n: int, split: str = "bench", asr: str | None = None, progress: bo
               kinds: tuple[str, ...] | None = None, offset: int = 0, *, tts: Any = None,
               voice_name: str | None = None, seed: int = 0, batch: int = 4, outside: bool | None = None,
               recognizer: Recognizer | None = None, sentences: Sequence[str] | None = None,
-              min_seconds: float = 2.0) -> dict:
+              min_seconds: float = 2.0, judge: judging.EvalJudge | None = None) -> dict:
     """Score ``n`` clean clips and every fault of each; returns the report as plain data.
 
     Clean clips are flite renderings, or the parallel output of ``tts`` (a loaded ``Synthesizer``)
     when given; then the checker uses ``tts.checker_config`` (the voice's checker.yaml) if set.
     ``kinds`` limits the conditions ("clean" and/or fault kinds); ``offset`` skips sentences;
-    ``outside`` (default: on for a voice) adds the outside ASR judgement of each clean clip, with
-    ``recognizer(audio, rate) -> text`` (default PocketSphinx); ``sentences`` replaces the fortune
-    sentences of ``split`` for a voice (tests).
+    ``outside`` (default: on for a voice) adds the outside judgement of each clean clip by ``judge``
+    (default: Whisper with DistillMOS/DNSMOS), or by a bare ``recognizer(audio, rate) -> text`` (no MOS);
+    ``sentences`` replaces the fortune sentences of ``split`` for a voice (tests). ``asr`` is the checker's
+    own recognition policy (always, borderline, never), not the outside recogniser.
     """
     from audiopd.checker import CheckerConfig, score
     from audiopd.config import to_dict
@@ -141,8 +146,8 @@ def run_bench(n: int, split: str = "bench", asr: str | None = None, progress: bo
     if asr is not None:
         cfg = dataclasses.replace(cfg, asr=asr)
     outside = (tts is not None) if outside is None else outside
-    if outside and recognizer is None:
-        from audiopd.checker.sphinx import recognize as recognizer
+    if outside and judge is None:
+        judge = judging.EvalJudge(recognizer) if recognizer else judging.make_judge(judging.JudgeConfig())
     conditions = tuple(kinds) if kinds else ("clean", *FAULT_KINDS)
     unknown = set(conditions) - {"clean", *FAULT_KINDS}
     if unknown:
@@ -159,7 +164,7 @@ def run_bench(n: int, split: str = "bench", asr: str | None = None, progress: bo
                             sentences=sentences, log=log)
     clip_info: list[dict[str, Any]] = []
     for i, clip in enumerate(clean):
-        judged = outside_judgement(clip.text, clip.audio, clip.sample_rate, recognizer) if outside else None
+        judged = outside_judgement(clip.text, clip.audio, clip.sample_rate, judge) if outside else None
         clip_info.append({"clip": i, "voice": clip.voice, "text": clip.text, "seconds": round(clip.seconds, 3),
                           "outside": judged})
         cases = [("clean", clip.audio, "")] if "clean" in conditions else []
@@ -208,6 +213,7 @@ def run_bench(n: int, split: str = "bench", asr: str | None = None, progress: bo
         "false_alarm_rate": rows["clean"]["flagged"] / max(1, rows["clean"]["n"]) if "clean" in rows else None,
         "detection_rate": {k: r["flagged"] / max(1, r["n"]) for k, r in rows.items() if k != "clean"},
         "outside": outside_summary(items),
+        "outside_judge": judge.describe() if outside else None,
         "rtf": check_s / max(audio_s, 1e-9),
         "rtf_asr": asr_s / max(audio_s, 1e-9),  # the rest of ``rtf`` is signal and token checks
         "rtf_align": align_s / max(audio_s, 1e-9),
@@ -232,11 +238,15 @@ def _summary_lines(report: dict) -> list[str]:
         def rate(k: int, n: int) -> str:
             return f"{k}/{n}" + (f" ({k / n:.1%})" if n else "")
 
-        lines.append(f"outside ASR on {o['n_clean']} clean clips: WER {o['outside_wer']:.1%}, "
+        asr = (report.get("outside_judge") or {}).get("asr", "pocketsphinx")
+        lines.append(f"outside ASR ({asr}) on {o['n_clean']} clean clips: WER {o['outside_wer']:.1%}, "
                      f"{o['n_intelligible']} intelligible (WER <= {o['broken_wer']}), {o['n_broken']} broken; "
                      f"false alarms intelligible {rate(o['false_alarms_intelligible'], o['n_intelligible'])}, "
                      f"all {rate(o['false_alarms_all'], o['n_clean'])}; "
                      f"broken passed {rate(o['broken_passed'], o['n_broken'])}")
+        if o.get("distillmos") is not None:
+            lines.append(f"naturalness of the clean clips: DistillMOS {o['distillmos']:.2f}, "
+                         f"DNSMOS OVRL {o['dnsmos_ovrl']:.2f}, P.808 {o['dnsmos_p808']:.2f}")
     return lines
 
 
@@ -247,8 +257,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split", choices=("bench", "calib"), default="bench")
     ap.add_argument("--voice", default=None, metavar="NAME_OR_DIR",
                     help="benchmark this voice's own parallel output (default: flite teacher audio)")
-    ap.add_argument("--asr", choices=("always", "borderline", "never"), default=None,
-                    help="when to run recognition (default: the checker config's)")
+    ap.add_argument("--checker-asr", choices=("always", "borderline", "never"), default=None,
+                    help="when the checker runs its own recognition (default: the checker config's)")
+    judging.add_arguments(ap)
     ap.add_argument("--kinds", default="", help="comma-separated conditions (clean, skip, ...); default all")
     ap.add_argument("--offset", type=int, default=0, help="skip this many sentences of the split")
     ap.add_argument("--seed", type=int, default=0, help="decoding seed of the voice's clips")
@@ -273,9 +284,11 @@ def main(argv: list[str] | None = None) -> int:
 
             torch.set_num_threads(args.threads)
             tts = audiopd.load(args.voice)
-        report = run_bench(args.n, args.split, args.asr, progress=not args.quiet, kinds=kinds, offset=args.offset,
-                           tts=tts, voice_name=args.voice, seed=args.seed, batch=args.batch,
-                           outside=True if args.outside else None)
+        outside = args.outside or args.voice is not None
+        judge = judging.from_args(args, threads=args.threads) if outside else None
+        report = run_bench(args.n, args.split, args.checker_asr, progress=not args.quiet, kinds=kinds,
+                           offset=args.offset, tts=tts, voice_name=args.voice, seed=args.seed, batch=args.batch,
+                           outside=outside, judge=judge)
     except AudiopdError as exc:  # a missing or broken voice, a bad checker.yaml
         print(f"{ap.prog}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2

@@ -1,7 +1,7 @@
 """Derive checker thresholds from a checker-bench report that carries outside ASR judgements.
 
     python -m audiopd.eval.checker_bench --voice default --n 40 --out bench.json
-    python -m audiopd.eval.checker_calib bench.json [--broken-wer 0.5] [--json]
+    python -m audiopd.eval.checker_calib bench.json [--broken-wer 0.5] [--asr whisper|pocketsphinx] [--json]
 
 For each alignment/ASR threshold (``min_window_score``, ``min_mean_score``,
 ``max_unexplained_speech_s``, ``max_wer``) it sweeps the values that sit exactly on a *broken*
@@ -16,8 +16,10 @@ e.g. its alignment failed or ASR did not run, or sits at 0).
 
 The other checks' verdicts are those of the bench run's thresholds, and with ``asr="borderline"``
 whether ASR ran depends on them too, so ``asr_wer`` is known only for the clips where it ran
-(see ``n_with_metric``; ``--asr always`` on the bench gives every clip one). Pure: reads the
-JSON, computes, prints.
+(see ``n_with_metric``; ``--checker-asr always`` on the bench gives every clip one). Pure: reads the
+JSON, computes, prints. ``--asr`` (default whisper) names the outside recogniser the bench report must
+have been judged by, so a threshold is never derived from the wrong judge; the mean DistillMOS and DNSMOS of
+the intelligible and the broken clips are printed beside the counts.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from audiopd.eval import judging
 from audiopd.text.wer import BROKEN_WER
 
 # CheckerConfig field -> the metric (and check name) it bounds.
@@ -54,8 +57,13 @@ def _loosest(values: list[float | None], lower_is_worse: bool) -> float | None:
     return t if t != 0 and all(fails(v, t) for v in known) else None
 
 
-def derive(report: dict[str, Any], broken_wer: float = BROKEN_WER) -> dict[str, Any]:
-    """Per threshold: the sweep and headline values (see the module doc). Raises ValueError without outside WERs."""
+def derive(report: dict[str, Any], broken_wer: float = BROKEN_WER, asr: str | None = None) -> dict[str, Any]:
+    """Per threshold: the sweep and headline values (see the module doc). Raises ValueError without outside WERs,
+    or when ``asr`` is given and the report's outside judgement came from another recogniser."""
+    judged_by = judging.report_asr(report, "outside_judge")
+    if asr is not None and judged_by != asr:
+        raise ValueError(f"the report's outside judgement is by {judged_by}, not {asr} (rerun checker_bench with "
+                         f"--asr {asr}, or pass --asr {judged_by})")
     clean = [it for it in report.get("items", []) if it.get("kind") == "clean" and it.get("outside") is not None]
     if not clean:
         raise ValueError("the report has no clean items with an outside judgement (run checker_bench --voice, "
@@ -63,8 +71,10 @@ def derive(report: dict[str, Any], broken_wer: float = BROKEN_WER) -> dict[str, 
     good = [it for it in clean if it["outside"]["wer"] <= broken_wer]
     broken = [it for it in clean if it["outside"]["wer"] > broken_wer]
     current = report.get("checker") or {}
-    out: dict[str, Any] = {"broken_wer": broken_wer, "n_clean": len(clean), "n_intelligible": len(good),
-                           "n_broken": len(broken), "thresholds": {}}
+    out: dict[str, Any] = {"broken_wer": broken_wer, "asr": judged_by, "n_clean": len(clean),
+                           "n_intelligible": len(good), "n_broken": len(broken),
+                           "mos_intelligible": judging.mos_means(it["outside"] for it in good),
+                           "mos_broken": judging.mos_means(it["outside"] for it in broken), "thresholds": {}}
     for param, metric in THRESHOLDS.items():
 
         def value(it: dict[str, Any], metric: str = metric) -> float | None:
@@ -112,7 +122,12 @@ def format_text(result: dict[str, Any]) -> str:
         return "-" if x is None else f"{x:.1%}"
 
     lines = [f"{result['n_clean']} clean clips: {result['n_intelligible']} intelligible, {result['n_broken']} "
-             f"broken (outside WER > {result['broken_wer']})"]
+             f"broken (outside {result.get('asr', 'pocketsphinx')} WER > {result['broken_wer']})"]
+    for group in ("intelligible", "broken"):
+        mos = result.get(f"mos_{group}") or {}
+        if mos.get("distillmos") is not None:
+            lines.append(f"{group}: DistillMOS {mos['distillmos']:.2f}, DNSMOS OVRL {mos['dnsmos_ovrl']:.2f}, "
+                         f"P.808 {mos['dnsmos_p808']:.2f}")
     for param, r in result["thresholds"].items():
         lines += ["", f"{param} (metric {r['metric']}, on {r['n_with_metric']} clean clips; current {r['current']}): "
                   f"fails every broken clip at {r['fail_all_broken_alone']} alone, "
@@ -132,10 +147,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("report", type=Path, metavar="BENCH.json", help="a checker_bench --out report")
     ap.add_argument("--broken-wer", type=float, default=BROKEN_WER, help="outside WER above which a clip is broken")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
+    judging.add_asr_argument(ap)
     args = ap.parse_args(argv)
     try:
         report = json.loads(args.report.read_text())
-        result = derive(report, args.broken_wer)
+        result = derive(report, args.broken_wer, args.judge_asr)
     except (OSError, json.JSONDecodeError, ValueError, KeyError, TypeError) as exc:
         print(f"{ap.prog}: error: {args.report}: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2

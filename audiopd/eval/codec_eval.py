@@ -2,7 +2,8 @@
 
 ``python -m audiopd.eval.codec_eval --data data --codec world16k --levels 1,2,4,8 --limit 160``
 evaluates on the corpus's held-out ``test`` split (sentences never used to fit the codec) and prints a
-markdown table. WER is pocketsphinx's against the sentence text, for the originals and for each level count.
+markdown table. WER (``--asr whisper``, the default, or ``pocketsphinx``), DistillMOS and DNSMOS come from
+``audiopd.eval.judging``, for the originals and for each level count.
 F0 error compares Harvest F0 of the decoded audio with Harvest F0 of the original, in cents, on frames voiced
 in both (so it measures the whole round trip, not only the quantiser). Besides mean and median it reports the
 two standard pitch-tracking figures (Rabiner et al. 1976; Chu & Alwan 2009): the gross pitch error rate (frames
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +29,9 @@ from pathlib import Path
 import numpy as np
 
 from audiopd.codec import Codec, load_codec
+from audiopd.errors import AudiopdError
 from audiopd.codec.world import WorldCodec, analyze
+from audiopd.eval import judging
 
 VOCODER = "vocoder"  # the reference row: unquantised analysis features through the codec's synthesis
 
@@ -42,6 +46,7 @@ class RoundTripStats:
     vuv_errors: int = 0
     vuv_frames: int = 0
     mcd: list[float] = field(default_factory=list)
+    scores: list[dict] = field(default_factory=list)
     pesq: list[float] = field(default_factory=list)
     decode_seconds: float = 0.0
     audio_seconds: float = 0.0
@@ -59,6 +64,7 @@ class RoundTripStats:
         return {
             "levels": self.levels,
             "wer": round(100 * wer(self.refs, self.hyps), 2),
+            **judging.mos_means(self.scores),
             "f0_mean_abs_cents": mean(cents),
             "f0_median_abs_cents": round(float(np.median(cents)), 1) if cents.size else None,
             "f0_gross_pct": round(100 * float(gross.mean()), 2) if cents.size else None,
@@ -118,26 +124,28 @@ def evaluate(
     *,
     with_pesq: bool = True,
     with_vocoder: bool = True,
+    judge: judging.EvalJudge | None = None,
 ) -> tuple[dict, list[dict]]:
     """Round-trip ``items`` (audio, text) through ``codec`` for each level count; return (original, rows).
 
     For a WORLD codec, ``rows`` starts with the ``vocoder`` reference row (unquantised features through
     the same synthesis) unless ``with_vocoder`` is false, and each level row carries the F0 tokens' own
-    error (``f0_token_mean_abs_cents``).
+    error (``f0_token_mean_abs_cents``). ``judge`` scores every clip (default: Whisper with DistillMOS/DNSMOS).
     """
-    from audiopd.checker.sphinx import recognize
-    from audiopd.text.wer import text_to_words
-
+    if judge is None:
+        judge = judging.make_judge(judging.JudgeConfig())
     sr = codec.sample_rate
-    orig_refs, orig_hyps = [], []
+    original = RoundTripStats(levels="original")
     stats: dict[int | str, RoundTripStats] = {q: RoundTripStats(levels=q) for q in levels}
     world = isinstance(codec, WorldCodec)
     if world and with_vocoder:
         stats = {VOCODER: RoundTripStats(levels=VOCODER), **stats}
     for audio, text in items:
-        ref_words = text_to_words(text)
-        orig_refs.append(ref_words)
-        orig_hyps.append(text_to_words(recognize(audio, sr)))
+        ref_words = judge.words(text)
+        sc = judge.score(ref_words, audio, sr)
+        original.refs.append(ref_words)
+        original.hyps.append(sc["hyp"])
+        original.scores.append(sc)
         f0_ref = harvest_f0(audio, sr)
         # A WORLD codec's tokens are made from these same features: analyse once, not once per use (Harvest and
         # D4C are most of the evaluation's time). Same float32 input as Codec.encode.
@@ -151,8 +159,10 @@ def evaluate(
                 y = codec.decode(codes[:, :q])[0][: len(audio)]
             st.decode_seconds += time.perf_counter() - t
             st.audio_seconds += len(audio) / sr
+            sc = judge.score(ref_words, y, sr)
             st.refs.append(ref_words)
-            st.hyps.append(text_to_words(recognize(y, sr)))
+            st.hyps.append(sc["hyp"])
+            st.scores.append(sc)
             cents, vuv_err, n = f0_errors(f0_ref, harvest_f0(y, sr))
             st.f0_cents.append(cents)
             st.vuv_errors += vuv_err
@@ -168,13 +178,13 @@ def evaluate(
                     st.pesq.append(p)
     from audiopd.text.wer import wer
 
-    original = {"levels": "original", "wer": round(100 * wer(orig_refs, orig_hyps), 2)}
-    return original, [st.summary() for st in stats.values()]
+    return ({"levels": "original", "wer": round(100 * wer(original.refs, original.hyps), 2),
+             **judging.mos_means(original.scores)}, [st.summary() for st in stats.values()])
 
 
 def markdown_table(original: dict, rows: list[dict]) -> str:
-    cols = ["levels", "wer", "f0_mean_abs_cents", "f0_median_abs_cents", "f0_gross_pct", "f0_fine_mean_abs_cents",
-            "f0_token_mean_abs_cents", "vuv_error_pct", "mcd_db", "pesq_wb", "decode_x_realtime"]
+    cols = ["levels", "wer", *judging.MOS_KEYS, "f0_mean_abs_cents", "f0_median_abs_cents", "f0_gross_pct",
+            "f0_fine_mean_abs_cents", "f0_token_mean_abs_cents", "vuv_error_pct", "mcd_db", "pesq_wb", "decode_x_realtime"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in [original, *rows]:
         lines.append("| " + " | ".join("" if r.get(c) is None else str(r.get(c)) for c in cols) + " |")
@@ -205,18 +215,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-pesq", action="store_true")
     p.add_argument("--no-vocoder", action="store_true", help="leave out the unquantised-vocoder reference row")
     p.add_argument("--json", help="also write the figures to this JSON file")
+    judging.add_arguments(p)
     args = p.parse_args(argv)
+    try:
+        judge = judging.from_args(args)
+    except AudiopdError as exc:
+        print(f"codec_eval: error: {exc}", file=sys.stderr)
+        return 2
     codec = load_codec(args.codec)
     items = load_test_items(Path(args.data), args.limit)
     levels = [int(x) for x in args.levels.split(",")]
     t = time.time()
     original, rows = evaluate(codec, [(a, txt) for a, txt, _ in items], levels, with_pesq=not args.no_pesq,
-                              with_vocoder=not args.no_vocoder)
+                              with_vocoder=not args.no_vocoder, judge=judge)
     print(f"{len(items)} held-out utterances, {sum(len(a) for a, _, _ in items) / codec.sample_rate:.0f} s audio, "
-          f"codec {codec.name}, {time.time() - t:.0f} s")
+          f"codec {codec.name}, {time.time() - t:.0f} s, WER by {judge.asr}")
     print(markdown_table(original, rows))
     if args.json:
-        Path(args.json).write_text(json.dumps({"original": original, "rows": rows}, indent=1))
+        Path(args.json).write_text(json.dumps({"original": original, "rows": rows, "judge": judge.describe()},
+                                              indent=1))
     return 0
 
 

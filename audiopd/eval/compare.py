@@ -12,7 +12,9 @@ Bootstrap*, 1993; the paired form is the one Koehn, EMNLP 2004, uses for MT metr
 (edits over reference words), so each resample recomputes both sums rather than averaging per-sentence rates.
 
 It prints A's WER, B's WER, A - B with its 95% interval and, with ``--above X``, the share of resamples in
-which A - B exceeds X (e.g. a voice's gap to its teacher against issue 3's 5 points).
+which A - B exceeds X (e.g. a voice's gap to its teacher against issue 3's 5 points). ``--asr`` (default whisper)
+names the recogniser every report must have been judged by (Whisper and pocketsphinx WERs do not compare); the
+reports' DistillMOS and DNSMOS, where they hold them, are compared the same paired way, one line each.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from audiopd.errors import AudiopdError
+from audiopd.eval import judging
 from audiopd.eval.tts_eval import EvalInputError
 
 Key = tuple[str, str]  # (speaker, sentence id)
@@ -106,6 +109,40 @@ def paired_bootstrap(a: dict[Key, tuple[float, int]], b: dict[Key, tuple[float, 
                       share_above=None if above is None else round(float(np.mean(diffs > above)), 3))
 
 
+def utterance_mos(reports: Sequence[dict], system: str, key: str,
+                  speakers: Sequence[str] | None = None) -> dict[Key, float]:
+    """(speaker, id) -> one MOS key (``judging.MOS_KEYS``) of ``system``, averaged over the reports that hold it."""
+    values: dict[Key, list[float]] = {}
+    for rep in reports:
+        for u in rep.get("utterances") or []:
+            if u.get("system") == system and u.get(key) is not None and (speakers is None or u["speaker"] in speakers):
+                values.setdefault((u["speaker"], u["id"]), []).append(float(u[key]))
+    return {k: float(np.mean(v)) for k, v in values.items()}
+
+
+def paired_mos(a: dict[Key, float], b: dict[Key, float], *, resamples: int = 2000,
+               seed: int = 0) -> tuple[int, float, float, float, float] | None:
+    """(n, mean A, mean B, low, high): A's and B's mean over shared utterances, 95% interval of A - B by the same
+    resampling of sentences as ``paired_bootstrap``; None when they share none."""
+    keys = sorted(set(a) & set(b))
+    if not keys:
+        return None
+    d = np.array([a[k] - b[k] for k in keys])
+    idx = np.random.default_rng(seed).integers(0, len(keys), size=(resamples, len(keys)))
+    low, high = np.percentile(d[idx].mean(axis=1), [2.5, 97.5])
+    return (len(keys), round(float(np.mean([a[k] for k in keys])), 3), round(float(np.mean([b[k] for k in keys])), 3),
+            round(float(low), 3), round(float(high), 3))
+
+
+def check_asr(reports: Sequence[dict], paths: Sequence[str], asr: str) -> None:
+    """Every report's WER must come from ``asr``: a Whisper and a pocketsphinx WER are not comparable."""
+    for rep, path in zip(reports, paths):
+        judged_by = judging.report_asr(rep)
+        if judged_by != asr:
+            raise EvalInputError(f"{path} was judged by {judged_by}, not {asr} (pass --asr {judged_by}, or rerun "
+                                 f"tts_eval --asr {asr})")
+
+
 def _load(path: str) -> dict:
     p = Path(path)
     if not p.is_file():
@@ -126,15 +163,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--above", type=float, default=None, metavar="X", help="also print the share of A - B > X")
     p.add_argument("--resamples", type=int, default=2000)
     p.add_argument("--seed", type=int, default=0)
+    judging.add_asr_argument(p)
     args = p.parse_args(argv)
     try:
         for side in (args.a, args.b):
             if len(side) < 2:
                 raise EvalInputError(f"{side[0]!r}: give a system and at least one report")
         speakers = [s.strip() for s in args.speakers.split(",") if s.strip()] if args.speakers else None
-        a = utterance_edits([_load(f) for f in args.a[1:]], args.a[0], speakers)
-        b = utterance_edits([_load(f) for f in args.b[1:]], args.b[0], speakers)
+        reps_a, reps_b = [_load(f) for f in args.a[1:]], [_load(f) for f in args.b[1:]]
+        check_asr(reps_a + reps_b, args.a[1:] + args.b[1:], args.judge_asr)
+        a = utterance_edits(reps_a, args.a[0], speakers)
+        b = utterance_edits(reps_b, args.b[0], speakers)
         c = paired_bootstrap(a, b, resamples=args.resamples, seed=args.seed, above=args.above)
+        mos = {k: paired_mos(utterance_mos(reps_a, args.a[0], k, speakers),
+                             utterance_mos(reps_b, args.b[0], k, speakers), resamples=args.resamples, seed=args.seed)
+               for k in judging.MOS_KEYS}
     except AudiopdError as exc:
         print(f"compare: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
@@ -142,7 +185,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"B {args.b[0]} ({len(args.b) - 1}) {c.wer_b:.2f}, A - B {c.diff:+.2f} (95% {c.low:+.2f}..{c.high:+.2f})")
     if c.share_above is not None:
         line += f", share of resamples with A - B > {args.above:g}: {c.share_above:.3f}"
-    print(line)
+    print(line.replace(" paired utterances:", f" paired utterances, {args.judge_asr} WER:", 1))
+    for k, m in mos.items():
+        if m is not None:
+            print(f"{k}: {m[0]} paired utterances: A {m[1]:.3f}, B {m[2]:.3f}, A - B {m[1] - m[2]:+.3f} "
+                  f"(95% {m[3]:+.3f}..{m[4]:+.3f})")
     return 0
 
 

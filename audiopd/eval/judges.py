@@ -206,13 +206,16 @@ class Judges:
                                                     providers=["CPUExecutionProvider"])
         return model
 
-    def naturalness(self, audio: Any, sample_rate: Any) -> dict[str, float]:
-        """``distillmos`` (1-5), ``dnsmos_ovrl`` (P.835 overall, 1-5) and ``dnsmos_p808`` (1-5) of ``audio``."""
+    def naturalness(self, audio: Any, sample_rate: Any, *, dnsmos: bool = True) -> dict[str, float | None]:
+        """``distillmos`` (1-5), ``dnsmos_ovrl`` (P.835 overall, 1-5) and ``dnsmos_p808`` (1-5) of ``audio``.
+
+        ``dnsmos=False`` leaves the two DNSMOS keys None: DNSMOS scores a short clip as 9 s, so on a
+        sentence it costs more than Whisper and DistillMOS together.
+        """
         import torch
 
         x = prepare(audio, sample_rate)
         sqa = self._model("distillmos", self._build_distillmos)
-        dns = self._model("dnsmos", self._build_dnsmos)
 
         def run_distillmos() -> float:
             before = torch.get_num_threads()
@@ -224,6 +227,9 @@ class Judges:
                 torch.set_num_threads(before)
 
         d = self._timed("distillmos", x, run_distillmos)
+        if not dnsmos:
+            return {"distillmos": round(d, 4), "dnsmos_ovrl": None, "dnsmos_p808": None}
+        dns = self._model("dnsmos", self._build_dnsmos)
         s = self._timed("dnsmos", x, lambda: dns(x, JUDGE_RATE, False))
         return {"distillmos": round(d, 4), "dnsmos_ovrl": round(float(s["ovrl_mos"]), 4),
                 "dnsmos_p808": round(float(s["p808_mos"]), 4)}

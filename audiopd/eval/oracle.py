@@ -17,8 +17,9 @@ the WER that one stage of the voice costs:
   or joining: one held-out sentence is one chunk).
 
 The model is called directly (``audiopd.decoding``), with the facade's decoder configs
-(``SynthesisConfig``: the shipped K and fine passes) and one seed. Recognition is pocketsphinx
-(``audiopd.checker.sphinx.recognize``), WER corpus-level (``audiopd.text.wer``), as in tts_eval.
+(``SynthesisConfig``: the shipped K and fine passes) and one seed. Clips are judged as in tts_eval
+(``audiopd.eval.judging``: ``--asr whisper`` by default or ``pocketsphinx``; WER corpus-level after
+``judge_words``; DistillMOS and DNSMOS means per row, printed as tables of the same shape as the WER one).
 The utterances are the first ``n`` of each speaker in shard order (ids are hashes: an unbiased draw).
 """
 
@@ -35,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from audiopd.errors import AudiopdError
+from audiopd.eval import judging
 from audiopd.eval.tts_eval import read_manifest
 
 SYSTEMS = ("teacher", "codec", "fine", "gt_dur_parallel", "gt_dur_serial", "parallel", "serial")
@@ -80,14 +82,12 @@ def _decode_system(system: str, tts, utt, speaker: int, seed: int) -> np.ndarray
 
 def evaluate(tts, data: str | Path, *, n: int = 40, speakers: Sequence[str] | None = None,
              systems: Sequence[str] = SYSTEMS, seed: int = 0, recognizer: Recognizer | None = None,
-             log: Callable[[str], None] | None = None) -> dict[str, Any]:
+             log: Callable[[str], None] | None = None, judge: judging.EvalJudge | None = None) -> dict[str, Any]:
     """WER per speaker and system (see the module doc); returns a JSON-able report."""
     from audiopd.audio import read_audio
-    from audiopd.text.wer import text_to_words, wer
+    from audiopd.text.wer import wer
     from audiopd.train.shards import Shard, find_shards
 
-    if recognizer is None:
-        from audiopd.checker.sphinx import recognize as recognizer
     log = log or (lambda msg: None)
     bad = [s for s in systems if s not in SYSTEMS]
     if bad or not systems:
@@ -105,6 +105,8 @@ def evaluate(tts, data: str | Path, *, n: int = 40, speakers: Sequence[str] | No
     unknown = [s for s in speakers if s not in voices]
     if unknown:
         raise OracleInputError(f"unknown speaker(s) {', '.join(unknown)}: the voice has {', '.join(voices)}")
+    if judge is None:
+        judge = judging.EvalJudge(recognizer) if recognizer else judging.make_judge(judging.JudgeConfig())
     picked: dict[str, list] = {s: [] for s in speakers}
     for path in paths:
         shard = Shard(path)
@@ -119,7 +121,7 @@ def evaluate(tts, data: str | Path, *, n: int = 40, speakers: Sequence[str] | No
     utts, rows = [], []
     for sp in speakers:
         for system in systems:
-            refs, hyps = [], []
+            refs, hyps, scores = [], [], []
             for u in picked[sp]:
                 text, wav = texts[(sp, u.utt_id.split("/", 1)[1])]
                 if system == "teacher":
@@ -127,30 +129,33 @@ def evaluate(tts, data: str | Path, *, n: int = 40, speakers: Sequence[str] | No
                 else:
                     codes = _decode_system(system, tts, u, voices.index(sp), seed)
                     audio, rate = tts.codec.decode(codes[None])[0], tts.sample_rate
-                ref, hyp = text_to_words(text), text_to_words(recognizer(audio, rate))
-                refs.append(ref)
-                hyps.append(hyp)
-                utts.append({"speaker": sp, "system": system, "id": u.utt_id, "ref": " ".join(ref),
-                             "hyp": " ".join(hyp)})
+                sc = judge.score(text, audio, rate)
+                refs.append(sc["ref"])
+                hyps.append(sc["hyp"])
+                scores.append(sc)
+                utts.append({"speaker": sp, "system": system, "id": u.utt_id, "ref": " ".join(sc["ref"]),
+                             "hyp": " ".join(sc["hyp"]), **{k: sc[k] for k in judging.MOS_KEYS}})
             rows.append({"speaker": sp, "system": system, "n": len(refs),
-                         "wer": round(100 * wer(refs, hyps), 2) if refs else None})
+                         "wer": round(100 * wer(refs, hyps), 2) if refs else None, **judging.mos_means(scores)})
             log(f"{sp} {system}: WER {rows[-1]['wer']} on {len(refs)}")
     for system in systems:
         mine = [u for u in utts if u["system"] == system]
         rows.append({"speaker": "all", "system": system, "n": len(mine),
-                     "wer": round(100 * wer([u["ref"] for u in mine], [u["hyp"] for u in mine]), 2) if mine else None})
+                     "wer": round(100 * wer([u["ref"] for u in mine], [u["hyp"] for u in mine]), 2) if mine else None,
+                     **judging.mos_means(mine)})
     return {"data": str(data), "codec": tts.codec.name, "n": n, "seed": seed, "speakers": speakers,
-            "systems": list(systems), "rows": rows, "utterances": utts,
+            "systems": list(systems), "rows": rows, "utterances": utts, "judge": judge.describe(),
             "wall_s": round(time.perf_counter() - t0, 2)}
 
 
-def markdown_table(report: dict[str, Any]) -> str:
-    """Speakers as rows, systems as columns (WER %)."""
+def markdown_table(report: dict[str, Any], key: str = "wer") -> str:
+    """Speakers as rows, systems as columns: WER % (``key="wer"``) or one of ``judging.MOS_KEYS``."""
     systems = report["systems"]
-    lines = ["| speaker | n | " + " | ".join(systems) + " |", "|---|---:|" + "---:|" * len(systems)]
+    first = "speaker" if key == "wer" else f"speaker ({key})"
+    lines = [f"| {first} | n | " + " | ".join(systems) + " |", "|---|---:|" + "---:|" * len(systems)]
     by = {(r["speaker"], r["system"]): r for r in report["rows"]}
     for sp in [*report["speakers"], "all"]:
-        cells = [by.get((sp, s), {}).get("wer") for s in systems]
+        cells = [by.get((sp, s), {}).get(key) for s in systems]
         n = by.get((sp, systems[0]), {}).get("n", 0)
         lines.append(f"| {sp} | {n} | " + " | ".join("-" if c is None else f"{c:.2f}" for c in cells) + " |")
     return "\n".join(lines)
@@ -169,18 +174,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated systems")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None, help="write the JSON report here")
+    judging.add_arguments(ap)
     args = ap.parse_args(argv)
     try:
         import audiopd
 
+        judge = judging.from_args(args)
         tts = audiopd.load(args.voice)
         report = evaluate(tts, args.data, n=args.n, speakers=_csv(args.speakers) if args.speakers else None,
-                          systems=_csv(args.systems), seed=args.seed,
+                          systems=_csv(args.systems), seed=args.seed, judge=judge,
                           log=lambda m: print(m, file=sys.stderr, flush=True))
     except AudiopdError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(markdown_table(report))
+    for key in judging.MOS_KEYS if judge.mos else ():
+        print()
+        print(markdown_table(report, key))
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=1))
     return 0

@@ -1,16 +1,19 @@
 """Quality evaluation of a voice: ASR word error rate on held-out sentences, teacher vs parallel vs serial.
 
     python -m audiopd.eval.tts_eval --data data --voice default --n 40 [--modes parallel,serial] \
-        [--steps K] [--speakers slt,rms] [--batch 8] [--seed 0] [--join J] [--out report.json]
+        [--steps K] [--speakers slt,rms] [--batch 8] [--seed 0] [--join J] [--out report.json] \
+        [--asr whisper|pocketsphinx] [--no-mos] [--no-dnsmos] [--judge-cache FILE] [--peers kokoro:af_heart,piper:joe]
 
 For every speaker of the voice the same ``N`` sentences of the corpus's held-out ``test`` split
-(recipes/corpus: sentences no model or codec saw) are recognised by pocketsphinx
-(``audiopd.checker.sphinx.recognize``) three ways: the teacher's own recording from the corpus
+(recipes/corpus: sentences no model or codec saw) are judged (``audiopd.eval.judging``: ``--asr whisper``, the
+default, or ``pocketsphinx`` for WER; DistillMOS and DNSMOS beside it) three ways: the teacher's own recording
+from the corpus
 (``DATA/corpus/wav/<speaker>/<id>.wav``, when the speaker is one of the corpus voices), and the voice
 synthesising the sentence in each requested mode (checker off for ``parallel``/``serial``, so the
 figures measure the decoder, not the ladder). The teacher's WER is the floor the ASR itself sets on
 this text (pocketsphinx is far from perfect on flite speech), so the *gap* to the teacher is the
-figure that says what the voice loses. WER is corpus-level (``audiopd.text.wer``).
+figure that says what the voice loses. WER is corpus-level (``audiopd.text.wer``), both sides normalised by
+``judge_words``; the MOS columns are means over the row's clips.
 
 Sentences are drawn with ``random.Random(seed)`` from the test ids that every evaluated corpus speaker
 has, so every speaker and mode speaks the same sentences and a rerun picks the same ones. Synthesis
@@ -18,13 +21,19 @@ runs through the facade (``Synthesizer.synthesize_batch``) in batches of ``--bat
 same seed, in one process; the real-time factor is the wall time of those calls over the audio
 seconds they produced (batched, so it is a throughput figure).
 
+Peers: ``--peers kokoro:af_heart,piper:joe`` (``audiopd.eval.peers``, the ``teachers`` extra) speak the same
+sentences (or passages) one text at a time with ``--threads``; each is a row of system ``peer`` named after it,
+beside the voice's rows and not pooled with them. ``--modes ""`` with ``--peers`` leaves the voice out (its
+speakers' teacher rows stay, to compare with).
+
 Long texts: ``--join J`` speaks passages of J consecutive drawn sentences as one text each (``N // J``
 passages; the facade cuts them into chunks at sentence boundaries, as for a user's paragraph), and the
 teacher row recognises the parts' recordings joined by the facade's pause.
 
-Cost: pocketsphinx recognition dominates, at roughly real time on the shared 2-core machine (1-5 s
-per clip; noise-like audio from a poor voice is the slowest), so ``--n 40`` with four speakers and
-two modes (480 clips of ~4 s) takes about half an hour: run it with nohup.
+Cost: judging dominates: Whisper ~0.12-0.16 x real time per thread, DistillMOS ~0.1, DNSMOS ~0.3 s per clip
+(it tiles a clip to 9 s), so ~1.5 s per 4 s clip on one thread; ``--n 40`` with four speakers, their teachers
+and two modes (480 clips) takes ~12 min. Run long ones with nohup and ``--judge-cache`` (a rerun judges only
+clips it has not seen).
 """
 
 from __future__ import annotations
@@ -42,11 +51,13 @@ from typing import Any
 import numpy as np
 
 from audiopd.errors import AudiopdError
+from audiopd.eval import judging
 from audiopd.render.join import JoinConfig
 from audiopd.text.wer import BROKEN_WER
 
 EVAL_MODES = ("parallel", "serial", "auto")
 TEACHER = "teacher"
+PEER = "peer"
 
 # recognizer(audio, sample_rate) -> recognised text
 Recognizer = Callable[[np.ndarray, int], str]
@@ -164,6 +175,7 @@ class _Tally:
     hyps: list[list[str]]
     passes: list[int]
     steps: list[int]
+    scores: list[dict[str, Any]]
     wall_s: float = 0.0
     audio_s: float = 0.0
 
@@ -171,41 +183,50 @@ class _Tally:
         from audiopd.text.wer import wer
 
         w = round(100.0 * wer(self.refs, self.hyps), 2) if self.refs else None
-        synth = system != TEACHER
+        synth = system not in (TEACHER, PEER)
+        timed = system != TEACHER
         return {
             "speaker": speaker, "system": system, "n": len(self.refs), "wer": w,
             "gap_pp": round(w - teacher_wer, 2) if synth and w is not None and teacher_wer is not None else None,
             "forward_passes": round(float(np.mean(self.passes)), 1) if synth and self.passes else None,
             "steps": round(float(np.mean(self.steps)), 1) if synth and self.steps else None,
-            "rtf": round(self.wall_s / self.audio_s, 4) if synth and self.audio_s > 0 else None,
-            "audio_s": round(self.audio_s, 3), "wall_s": round(self.wall_s, 3) if synth else None,
+            "rtf": round(self.wall_s / self.audio_s, 4) if timed and self.audio_s > 0 else None,
+            "audio_s": round(self.audio_s, 3), "wall_s": round(self.wall_s, 3) if timed else None,
+            **judging.mos_means(self.scores),
         }
+
+    def add(self, ref: list[str], score: dict[str, Any], audio_s: float) -> None:
+        self.refs.append(ref)
+        self.hyps.append(score["hyp"])
+        self.scores.append(score)
+        self.audio_s += audio_s
 
 
 def _tally() -> _Tally:
-    return _Tally([], [], [], [])
+    return _Tally([], [], [], [], [])
 
 
 def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("parallel", "serial"),
              steps: int | None = None, seed: int = 0, batch: int = 8, speakers: Sequence[str] | None = None,
              join: int = 1,
              recognizer: Recognizer | None = None, wav_dir: str | Path | None = None, voice_name: str = "",
-             log: Callable[[str], None] | None = None) -> dict[str, Any]:
+             log: Callable[[str], None] | None = None, judge: judging.EvalJudge | None = None,
+             peers: Sequence[Any] = ()) -> dict[str, Any]:
     """Run the evaluation with a loaded ``Synthesizer``; returns the JSON-able report (see module doc).
 
     ``forward_passes`` per text counts the passes of every model batch the text took part in (the
     facade's figure), so it does not shrink with batching; ``steps`` are level-0 steps (serial: one
     per frame). ``join`` > 1 evaluates passages of that many of the ``n`` sentences (``join_sentences``).
+    ``judge`` scores every clip (default: Whisper with DistillMOS/DNSMOS); a bare ``recognizer`` instead means
+    that recogniser's WER and no MOS. ``peers`` are loaded ``audiopd.eval.peers`` systems (``.name``,
+    ``.synthesize(text) -> (audio, rate, durations)``), each judged on the same sentences as a ``peer`` row.
     """
     from audiopd.audio import write_audio
-    from audiopd.text.wer import text_to_words, word_errors
 
-    if recognizer is None:
-        from audiopd.checker.sphinx import recognize as recognizer
     log = log or (lambda msg: None)
     modes = list(dict.fromkeys(modes))
     bad = [m for m in modes if m not in EVAL_MODES]
-    if bad or not modes:
+    if bad or not (modes or peers):
         raise EvalInputError(f"modes must be a non-empty list of {', '.join(EVAL_MODES)}, got {list(modes)}")
     if batch < 1:
         raise EvalInputError(f"--batch must be >= 1, got {batch}")
@@ -214,13 +235,15 @@ def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("par
     if unknown or not speakers:
         raise EvalInputError(f"unknown speaker(s) {', '.join(unknown) or '(none given)'}: "
                              f"the voice has {', '.join(tts.voices) or 'none'}")
+    if judge is None:
+        judge = judging.EvalJudge(recognizer) if recognizer else judging.make_judge(judging.JudgeConfig())
     data = Path(data)
     sentences = select_sentences(read_manifest(data), speakers, n, seed)
     warnings = [] if len(sentences) == n else [f"only {len(sentences)} test sentences are eligible, not {n}"]
     if join > 1 and len(sentences) % join:
         warnings.append(f"{len(sentences) % join} sentence(s) left over after passages of {join} were dropped")
     sentences = join_sentences(sentences, join)
-    refs = {s.id: text_to_words(s.text) for s in sentences}
+    refs = {s.id: judge.words(s.text) for s in sentences}
     rows, utts = [], []
     pooled: dict[str, _Tally] = {}
     t_start = time.perf_counter()
@@ -230,11 +253,9 @@ def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("par
             tal = tallies[TEACHER] = _tally()
             for s in sentences:
                 audio, rate = teacher_audio(data, s, sp)
-                hyp = text_to_words(recognizer(audio, rate))
-                tal.refs.append(refs[s.id])
-                tal.hyps.append(hyp)
-                tal.audio_s += audio.size / rate
-                utts.append(_utt(sp, TEACHER, s, refs[s.id], hyp, word_errors(refs[s.id], hyp)[0], audio.size / rate))
+                sc = judge.score(refs[s.id], audio, rate)
+                tal.add(refs[s.id], sc, audio.size / rate)
+                utts.append(_utt(sp, TEACHER, s, sc, audio.size / rate))
             log(f"{sp} teacher: {len(sentences)} sentences recognised")
         else:
             warnings.append(f"speaker {sp!r} is not a corpus voice: no teacher audio, no gap")
@@ -247,13 +268,11 @@ def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("par
                                                seed=seed, check=None if mode == "auto" else False)
                 tal.wall_s += time.perf_counter() - t0
                 for s, res in zip(part, results):
-                    hyp = text_to_words(recognizer(res.audio, res.sample_rate))
-                    tal.refs.append(refs[s.id])
-                    tal.hyps.append(hyp)
-                    tal.audio_s += res.duration_s
+                    sc = judge.score(refs[s.id], res.audio, res.sample_rate)
+                    tal.add(refs[s.id], sc, res.duration_s)
                     tal.passes.append(int(res.report["forward_passes"]))
                     tal.steps.append(int(res.report["steps"]))
-                    u = _utt(sp, mode, s, refs[s.id], hyp, word_errors(refs[s.id], hyp)[0], res.duration_s)
+                    u = _utt(sp, mode, s, sc, res.duration_s)
                     u.update(forward_passes=tal.passes[-1], steps=tal.steps[-1])
                     if mode == "auto" and res.report.get("check") is not None:
                         u["check_passed"] = bool(res.report["check"]["passed"])
@@ -271,6 +290,7 @@ def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("par
             p.hyps += tal.hyps
             p.passes += tal.passes
             p.steps += tal.steps
+            p.scores += tal.scores
             p.wall_s += tal.wall_s
             p.audio_s += tal.audio_s
     if len(speakers) > 1:
@@ -278,13 +298,26 @@ def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("par
         all_taught = TEACHER in pooled and len(pooled[TEACHER].refs) == len(sentences) * len(speakers)
         t_wer = pooled[TEACHER].row("all", TEACHER, None)["wer"] if all_taught else None
         rows += [tal.row("all", system, t_wer) for system, tal in pooled.items()]
+    for peer in peers:
+        tal = _tally()
+        for s in sentences:
+            t0 = time.perf_counter()
+            audio, rate, _durations = peer.synthesize(s.text)
+            tal.wall_s += time.perf_counter() - t0
+            sc = judge.score(refs[s.id], audio, rate)
+            tal.add(refs[s.id], sc, audio.size / rate)
+            utts.append(_utt(peer.name, PEER, s, sc, audio.size / rate))
+            if wav_dir is not None:
+                write_audio(Path(wav_dir) / peer.name.replace(":", "_") / f"{s.id}.wav", audio, rate)
+        rows.append(tal.row(peer.name, PEER, None))
+        log(f"{peer.name}: {len(sentences)} sentences, {tal.wall_s:.1f} s wall for {tal.audio_s:.1f} s audio")
     return {
         "auto": auto_summary(utts),
         "voice": voice_name, "codec": tts.codec.name,
         "data": str(data), "n": len(sentences), "join": join, "seed": seed, "steps": steps, "batch": batch,
-        "modes": modes,
+        "modes": modes, "peers": [p.name for p in peers],
         "speakers": speakers, "sentences": [{"id": s.id, "text": s.text} for s in sentences],
-        "rows": rows, "utterances": utts, "warnings": warnings,
+        "rows": rows, "utterances": utts, "warnings": warnings, "judge": judge.describe(),
         "wall_s": round(time.perf_counter() - t_start, 2),
     }
 
@@ -307,10 +340,10 @@ def auto_summary(utts: list[dict[str, Any]], broken_wer: float = BROKEN_WER) -> 
     }
 
 
-def _utt(speaker: str, system: str, s: Sentence, ref: list[str], hyp: list[str], edits: int,
-         seconds: float) -> dict[str, Any]:
-    return {"speaker": speaker, "system": system, "id": s.id, "ref": " ".join(ref), "hyp": " ".join(hyp),
-            "edits": edits, "ref_words": len(ref), "audio_s": round(seconds, 3)}
+def _utt(speaker: str, system: str, s: Sentence, score: dict[str, Any], seconds: float) -> dict[str, Any]:
+    return {"speaker": speaker, "system": system, "id": s.id, "ref": " ".join(score["ref"]),
+            "hyp": " ".join(score["hyp"]), "edits": score["edits"], "ref_words": score["ref_words"],
+            "audio_s": round(seconds, 3), **{k: score[k] for k in judging.MOS_KEYS}}
 
 
 def _fmt(value: Any, suffix: str = "") -> str:
@@ -322,12 +355,14 @@ def _fmt(value: Any, suffix: str = "") -> str:
 
 
 def markdown_table(report: dict[str, Any]) -> str:
-    """One row per (speaker, system): WER %, gap to the teacher (percentage points), passes, steps, RTF."""
-    lines = ["| speaker | system | n | WER % | gap to teacher (pp) | forward passes | steps | RTF |",
-             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    """One row per (speaker, system): WER %, gap to the teacher (percentage points), MOS, passes, steps, RTF."""
+    asr = report.get("judge", {}).get("asr", "")
+    lines = [f"| speaker | system | n | WER % {asr} | gap to teacher (pp) | {judging.MOS_HEADER} | forward passes "
+             "| steps | RTF |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in report["rows"]:
         lines.append(f"| {r['speaker']} | {r['system']} | {r['n']} | {_fmt(r['wer'])} | {_fmt(r['gap_pp'], 'pp')} "
-                     f"| {_fmt(r['forward_passes'])} | {_fmt(r['steps'])} | {_fmt(r['rtf'])} |")
+                     f"| {judging.mos_cells(r)} | {_fmt(r['forward_passes'])} | {_fmt(r['steps'])} "
+                     f"| {_fmt(r['rtf'])} |")
     return "\n".join(lines)
 
 
@@ -347,7 +382,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0, help="sentence choice and synthesis seed (default: 0)")
     p.add_argument("--join", type=int, default=1, metavar="J",
                    help="long texts: speak passages of J consecutive held-out sentences as one text (default: 1)")
-    p.add_argument("--threads", type=int, default=1, help="torch threads (default: 1)")
+    p.add_argument("--threads", type=int, default=1, help="torch and judge threads (default: 1)")
+    p.add_argument("--peers", default=None, metavar="SYSTEM:VOICE,...",
+                   help="also judge these peers on the same sentences (kokoro:<voice>, piper:joe; 'teachers' extra)")
+    judging.add_arguments(p)
     p.add_argument("--save-wavs", default=None, metavar="DIR", help="also write the synthesised audio here")
     p.add_argument("--out", default=None, metavar="REPORT.json", help="write the full report as JSON")
     args = p.parse_args(argv)
@@ -362,10 +400,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.out and Path(args.out).is_dir():
             raise EvalInputError(f"--out {args.out} is a directory, not a file name")
         torch.set_num_threads(args.threads)
+        judge = judging.from_args(args, threads=args.threads)
         tts = audiopd.load(args.voice)
+        peers = []
+        if args.peers:
+            from audiopd.eval.peers import load_peer, parse_peers
+
+            peers = [load_peer(spec.name, threads=args.threads) for spec in parse_peers(args.peers)]
         report = evaluate(tts, args.data, n=args.n, modes=_csv(args.modes), steps=args.steps, seed=args.seed,
                           batch=args.batch, speakers=_csv(args.speakers) if args.speakers else None, join=args.join,
-                          wav_dir=args.save_wavs, voice_name=args.voice or "default",
+                          wav_dir=args.save_wavs, voice_name=args.voice or "default", judge=judge, peers=peers,
                           log=lambda m: print(m, file=sys.stderr, flush=True))
         report["torch_threads"] = torch.get_num_threads()
         what = "held-out sentences" if args.join == 1 else f"passages of {args.join} held-out sentences"

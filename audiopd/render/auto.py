@@ -66,12 +66,17 @@ class AutoConfig:
     # 1,000 characters of nonsense words, which fail every check, ran the whole ladder for 5.8x the plain
     # parallel time (samples/report.md, "Bounded work"). None: only ``time_budget_s`` limits escalation.
     escalation_budget: float | None = 4.0
+    # ... but never less than this many seconds: a short sentence's whole ladder costs about a second, and
+    # the budget exists for long pathological input, not to starve the repair of ordinary text.
+    escalation_floor_s: float = 2.0
 
     def validate(self) -> None:
         if self.first_steps < 1 or self.escalate_steps < 1:
             raise ValueError("first_steps and escalate_steps must be >= 1")
         if self.escalation_budget is not None and not self.escalation_budget >= 0.0:
             raise ValueError(f"escalation_budget must be >= 0 or None, got {self.escalation_budget}")
+        if not self.escalation_floor_s >= 0.0:
+            raise ValueError(f"escalation_floor_s must be >= 0, got {self.escalation_floor_s}")
         if not self.repair_margin_s >= 0.0:
             raise ValueError(f"repair_margin_s must be >= 0, got {self.repair_margin_s}")
 
@@ -263,7 +268,8 @@ class Renderer:
             runs[run] = passes
             if s == 0 and self.auto.escalation_budget is not None:
                 # Measured, not predicted: the first attempt's wall time prices this group's escalation.
-                own = time.perf_counter() + self.auto.escalation_budget * (time.perf_counter() - t_first)
+                spent = time.perf_counter() - t_first
+                own = time.perf_counter() + max(self.auto.escalation_budget * spent, self.auto.escalation_floor_s)
                 deadline = own if deadline is None else min(deadline, own)
         return GroupOutcome(first_path=first, stages=stages, budget_exhausted=exhausted, runs=runs)
 

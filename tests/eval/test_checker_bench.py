@@ -101,7 +101,8 @@ def test_outside_summary_on_hand_built_items() -> None:
                  "outside_wer": round(27 / 50, 4),
                  "false_alarms_intelligible": 2, "false_alarm_rate_intelligible": 2 / 3,
                  "false_alarms_all": 3, "false_alarm_rate_all": 3 / 5,
-                 "broken_passed": 1, "broken_passed_rate": 1 / 2}
+                 "broken_passed": 1, "broken_passed_rate": 1 / 2,
+                 "distillmos": None, "dnsmos_ovrl": None, "dnsmos_p808": None}
     # Another line moves the 0.5 clip into "broken": it was flagged, so broken-passed stays 1.
     s2 = outside_summary(items, broken_wer=0.4)
     assert (s2["n_intelligible"], s2["n_broken"], s2["broken_passed"]) == (2, 3, 1)
@@ -138,6 +139,24 @@ def test_run_bench_on_the_voice_with_the_real_checker(tts) -> None:
     json.loads(json.dumps(report))  # the --out file round-trips
 
 
+def test_run_bench_reports_naturalness_beside_the_outside_wer(tts) -> None:
+    from audiopd.eval.checker_bench import _summary_lines
+    from audiopd.eval.judging import EvalJudge
+
+    mos = iter([2.0, 3.0])
+    judge = EvalJudge(first_sentence_heard, lambda audio, rate: {"distillmos": next(mos), "dnsmos_ovrl": 2.5,
+                                                                  "dnsmos_p808": 3.25}, asr="whisper")
+    report = run_bench(2, kinds=("clean",), asr="never", progress=False, tts=tts, sentences=LONG, judge=judge,
+                       min_seconds=1.0)
+    assert [c["outside"]["distillmos"] for c in report["clips"]] == [2.0, 3.0]
+    o = report["outside"]
+    assert (o["distillmos"], o["dnsmos_ovrl"], o["dnsmos_p808"]) == (2.5, 2.5, 3.25)
+    assert report["outside_judge"]["asr"] == "whisper" and report["outside_judge"]["mos"] is True
+    lines = _summary_lines(report)
+    assert "outside ASR (whisper) on 2 clean clips" in lines[1]
+    assert lines[2] == "naturalness of the clean clips: DistillMOS 2.50, DNSMOS OVRL 2.50, P.808 3.25"
+
+
 def test_run_bench_uses_the_voice_checker_yaml(voice_dir, monkeypatch) -> None:
     (voice_dir / "checker.yaml").write_text("min_window_score: -80\nasr: always\n")
     write_checksums(voice_dir)
@@ -165,14 +184,15 @@ def test_run_bench_uses_the_voice_checker_yaml(voice_dir, monkeypatch) -> None:
 def test_main_with_a_voice_writes_the_report(voice_dir, tmp_path, capsys, monkeypatch) -> None:
     monkeypatch.setattr("audiopd.checker.sphinx.recognize", lambda audio, rate: "nothing like it")
     out = tmp_path / "r" / "cb.json"
-    assert main(["--voice", str(voice_dir), "--n", "2", "--kinds", "clean", "--asr", "never", "--threads", "1",
-                 "--quiet", "--out", str(out)]) == 0
+    assert main(["--voice", str(voice_dir), "--n", "2", "--kinds", "clean", "--checker-asr", "never", "--threads",
+                 "1", "--quiet", "--out", str(out), "--asr", "pocketsphinx", "--no-mos"]) == 0
     report = json.loads(out.read_text())
     assert report["source"] == "voice" and report["voice"] == str(voice_dir) and report["n_clips"] == 2
     assert report["outside"]["n_broken"] == 2 and report["outside"]["broken_passed"] == sum(
         it["passed"] for it in report["items"])
     printed = capsys.readouterr().out
-    assert "| clean |" in printed and "outside ASR on 2 clean clips" in printed and "broken passed" in printed
+    assert "| clean |" in printed and "outside ASR (pocketsphinx) on 2 clean clips" in printed
+    assert "broken passed" in printed
     assert "(recognition 0.000, alignment " in printed
     assert "detection -;" in printed  # clean clips only: no fault to detect
 

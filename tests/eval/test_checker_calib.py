@@ -81,18 +81,36 @@ def test_upper_limits_and_missing_metrics() -> None:
 def test_main_prints_tables_and_rejects_reports_without_outside(tmp_path, capsys) -> None:
     path = tmp_path / "b.json"
     path.write_text(json.dumps(report()))
-    assert main([str(path)]) == 0
+    assert main([str(path), "--asr", "pocketsphinx"]) == 0  # an older report: no outside_judge, pocketsphinx
     out = capsys.readouterr().out
     assert out == format_text(derive(report())) + "\n"
     assert "6 clean clips: 2 intelligible, 4 broken" in out and "| -62 (current) | 2/4 | 3/4 | 50.0% | 50.0% |" in out
-    assert main([str(path), "--json"]) == 0
+    assert main([str(path), "--json", "--asr", "pocketsphinx"]) == 0
     assert json.loads(capsys.readouterr().out) == derive(report())
     rep = report()
     for it in rep["items"]:
         it.pop("outside", None)
     path.write_text(json.dumps(rep))
-    assert main([str(path)]) == 2
+    assert main([str(path), "--asr", "pocketsphinx"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no clean items with an outside judgement" in err
     with pytest.raises(ValueError):
         derive(rep)
+
+
+def test_the_outside_recogniser_must_match_and_mos_is_printed(tmp_path, capsys) -> None:
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps(report()))
+    assert main([str(path)]) == 2  # --asr whisper (default) on a pocketsphinx-judged report
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "judgement is by pocketsphinx, not whisper" in err
+    rep = report()
+    rep["outside_judge"] = {"asr": "whisper"}
+    for k, it in enumerate(it for it in rep["items"] if it["kind"] == "clean"):
+        it["outside"].update(distillmos=2.0 + k, dnsmos_ovrl=2.0, dnsmos_p808=3.0)
+    path.write_text(json.dumps(rep))
+    assert main([str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "4 broken (outside whisper WER > 0.5)" in out
+    assert "intelligible: DistillMOS 2.50, DNSMOS OVRL 2.00, P.808 3.00" in out  # clips 0 and 1
+    assert "broken: DistillMOS 5.50, DNSMOS OVRL 2.00, P.808 3.00" in out  # clips 2-5

@@ -32,14 +32,17 @@ def test_gross_and_fine_pitch_errors_split_at_twenty_percent() -> None:
     assert s["f0_token_mean_abs_cents"] is None  # nothing measured before synthesis
 
 
-def test_world_codec_gets_a_vocoder_row_and_token_f0_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    from audiopd.checker import sphinx
+def test_world_codec_gets_a_vocoder_row_and_token_f0_error() -> None:
+    from audiopd.eval.judging import EvalJudge
 
-    monkeypatch.setattr(sphinx, "recognize", lambda audio, sr: "a vowel")  # no ASR needed for these figures
+    # No ASR or MOS model needed for these figures: a fixed transcript, and a MOS that grows with the level.
+    judge = EvalJudge(lambda audio, sr: "a vowel", lambda audio, sr: {
+        "distillmos": 3.0, "dnsmos_ovrl": float(np.abs(audio).max()), "dnsmos_p808": 1.0})
     codec = small_world_codec()
     items = [(vowel(130.0, 0.8), "a vowel"), (vowel(200.0, 0.8, (300.0, 2300.0, 3000.0)), "a vowel")]
-    original, rows = evaluate(codec, items, [1, 3], with_pesq=False)
-    assert original["wer"] == 0.0
+    original, rows = evaluate(codec, items, [1, 3], with_pesq=False, judge=judge)
+    assert original["wer"] == 0.0 and original["distillmos"] == 3.0
+    assert all(r["distillmos"] == 3.0 and r["dnsmos_ovrl"] > 0 for r in rows)
     assert [r["levels"] for r in rows] == [VOCODER, 1, 3]
     voc, one, three = rows
     assert voc["f0_token_mean_abs_cents"] is None and voc["mcd_db"] == 0.0
@@ -48,7 +51,7 @@ def test_world_codec_gets_a_vocoder_row_and_token_f0_error(monkeypatch: pytest.M
     for r in (one, three):
         assert 0 < r["f0_token_mean_abs_cents"] <= half_bin + 1e-6
     assert three["mcd_db"] < one["mcd_db"]
-    _, rows = evaluate(codec, items[:1], [3], with_pesq=False, with_vocoder=False)
+    _, rows = evaluate(codec, items[:1], [3], with_pesq=False, with_vocoder=False, judge=judge)
     assert [r["levels"] for r in rows] == [3]
 
 
@@ -56,6 +59,7 @@ def test_markdown_table_has_the_pitch_columns() -> None:
     table = codec_eval.markdown_table({"levels": "original", "wer": 1.0},
                                       [{"levels": VOCODER, "wer": 2.0, "f0_gross_pct": 3.0}])
     header = table.splitlines()[0]
-    for col in ("f0_gross_pct", "f0_fine_mean_abs_cents", "f0_token_mean_abs_cents"):
+    for col in ("distillmos", "dnsmos_ovrl", "dnsmos_p808", "f0_gross_pct", "f0_fine_mean_abs_cents",
+                "f0_token_mean_abs_cents"):
         assert col in header
     assert table.splitlines()[3].startswith(f"| {VOCODER} | 2.0 |")

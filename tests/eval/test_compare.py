@@ -86,9 +86,11 @@ def test_bad_inputs_are_specific_errors():
 def test_cli(tmp_path, capsys):
     path = tmp_path / "r.json"
     path.write_text(json.dumps(_pair(20, 3, 1)))
-    assert main(["--a", "serial", str(path), "--b", "teacher", str(path), "--above", "5"]) == 0
+    # A report written before --asr existed was judged by pocketsphinx.
+    argv = ["--a", "serial", str(path), "--b", "teacher", str(path), "--above", "5", "--asr", "pocketsphinx"]
+    assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "20 paired utterances" in out and "A - B +20.00 (95% +20.00..+20.00)" in out and "> 5: 1.000" in out
+    assert "20 paired utterances, pocketsphinx WER" in out and "distillmos" not in out and "A - B +20.00 (95% +20.00..+20.00)" in out and "> 5: 1.000" in out
     assert main(["--a", "serial", str(tmp_path / "missing.json"), "--b", "teacher", str(path)]) == 2
     assert "no report at" in capsys.readouterr().err
     (tmp_path / "bad.json").write_text("{not json")
@@ -96,3 +98,20 @@ def test_cli(tmp_path, capsys):
     assert "not a JSON report" in capsys.readouterr().err
     assert main(["--a", "serial", "--b", "teacher", str(path)]) == 2
     assert "at least one report" in capsys.readouterr().err
+
+
+def test_cli_checks_the_recogniser_and_prints_paired_mos(tmp_path, capsys):
+    path = tmp_path / "r.json"
+    rep = _pair(20, 3, 1)
+    path.write_text(json.dumps(rep))
+    assert main(["--a", "serial", str(path), "--b", "teacher", str(path)]) == 2  # default --asr whisper
+    assert "judged by pocketsphinx, not whisper" in capsys.readouterr().err
+    rep["judge"] = {"asr": "whisper"}
+    for u in rep["utterances"]:
+        u["distillmos"] = 2.5 if u["system"] == "serial" else 3.0
+    path.write_text(json.dumps(rep))
+    assert main(["--a", "serial", str(path), "--b", "teacher", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "20 paired utterances, whisper WER" in out[0]
+    assert out[1] == "distillmos: 20 paired utterances: A 2.500, B 3.000, A - B -0.500 (95% -0.500..-0.500)"
+    assert len(out) == 2  # no DNSMOS in these reports: no line for it

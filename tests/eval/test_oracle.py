@@ -85,7 +85,8 @@ def test_wer_rows_per_speaker_and_pooled(env) -> None:
     # n=1: the first test utterance of each speaker ("Please call me tomorrow.", 4 words).
     assert by[("slt", "teacher")]["wer"] == 0.0 and by[("rms", "teacher")]["wer"] == 0.0
     assert by[("slt", "codec")]["wer"] == 100.0  # 1 substitution + 3 deletions of 4 words
-    assert by[("all", "parallel")] == {"speaker": "all", "system": "parallel", "n": 2, "wer": 100.0}
+    assert by[("all", "parallel")] == {"speaker": "all", "system": "parallel", "n": 2, "wer": 100.0,
+                                       "distillmos": None, "dnsmos_ovrl": None, "dnsmos_p808": None}
     u = first_utt(env)
     assert u.codes.shape[1] * HOP in heard  # the codec system decoded the ground-truth frames
     assert len(phonemize(TEXTS["a1"]).ids) * FRAMES_PER_TOKEN * HOP in heard
@@ -109,3 +110,18 @@ def test_bad_inputs_are_clear_errors(env, tmp_path) -> None:
         evaluate(tts, empty, systems=["teacher"])
     assert main(["--data", str(tmp_path / "nowhere")]) == 2
 
+
+
+def test_naturalness_rows_and_tables(env) -> None:
+    from audiopd.eval.judging import EvalJudge
+
+    # A fake naturalness scorer: 4.0 for the teacher clip (4000 samples), 2.0 for everything decoded.
+    judge = EvalJudge(lambda a, r: "", lambda a, r: {"distillmos": 4.0 if a.size == 4000 else 2.0,
+                                                       "dnsmos_ovrl": 3.0, "dnsmos_p808": 3.5})
+    report = evaluate(audiopd.load(), env, n=1, systems=["teacher", "codec"], judge=judge)
+    by = {(r["speaker"], r["system"]): r for r in report["rows"]}
+    assert by[("all", "teacher")]["distillmos"] == 4.0 and by[("slt", "codec")]["distillmos"] == 2.0
+    assert report["judge"]["asr"] == "custom" and report["judge"]["mos"] is True
+    table = markdown_table(report, "distillmos")
+    assert table.splitlines()[0] == "| speaker (distillmos) | n | teacher | codec |"
+    assert "| all | 2 | 4.00 | 2.00 |" in table

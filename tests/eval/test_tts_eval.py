@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -74,7 +75,8 @@ def test_end_to_end_with_flite_teacher_and_pocketsphinx(voice_env, tmp_path, cap
     data = write_corpus(tmp_path, flite=True)
     out = tmp_path / "r" / "report.json"
     rc = main(["--data", str(data), "--voice", "default", "--n", "2", "--modes", "parallel,serial",
-               "--speakers", "slt", "--steps", "4", "--batch", "2", "--out", str(out)])
+               "--speakers", "slt", "--steps", "4", "--batch", "2", "--out", str(out), "--asr", "pocketsphinx",
+               "--no-mos"])
     assert rc == 0
     report = json.loads(out.read_text())
     assert report["n"] == 2 and report["speakers"] == ["slt"] and report["warnings"] == []
@@ -110,7 +112,7 @@ def test_main_prints_the_table_and_writes_the_json(voice_env, tmp_path, capsys, 
     data = write_corpus(tmp_path, flite=False)
     out = tmp_path / "r" / "report.json"
     assert main(["--data", str(data), "--n", "2", "--modes", "parallel,serial", "--steps", "3", "--batch", "1",
-                 "--seed", "5", "--out", str(out)]) == 0
+                 "--seed", "5", "--out", str(out), "--asr", "pocketsphinx", "--no-mos"]) == 0
     report = json.loads(out.read_text())
     assert (report["voice"], report["codec"], report["seed"], report["steps"]) == ("default", "fx", 5, 3)
     assert [(r["speaker"], r["system"]) for r in report["rows"]] == [
@@ -205,23 +207,31 @@ def test_select_sentences_rejects_unusable_input(rows, speakers, n, needle) -> N
 ])
 def test_main_bad_input_is_one_line_and_exit_2(voice_env, tmp_path, capsys, argv, needle) -> None:
     data = write_corpus(tmp_path, flite=False)
-    argv = ["--data", str(data), *[a.format(d=tmp_path) for a in argv]]
+    argv = ["--data", str(data), "--asr", "pocketsphinx", "--no-mos", *[a.format(d=tmp_path) for a in argv]]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("tts_eval: error: ") and err.count("\n") == 1 and needle in err, err
 
 
+def test_a_missing_eval_extra_is_one_line_naming_it(voice_env, tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "faster_whisper", None)  # as if the eval extra were not installed
+    data = write_corpus(tmp_path, flite=False)
+    assert main(["--data", str(data), "--n", "1", "--no-mos"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install 'audiopd[eval]'" in err, err
+
+
 def test_markdown_table_marks_missing_values() -> None:
     report = {"rows": [
         {"speaker": "slt", "system": "teacher", "n": 2, "wer": 10.0, "gap_pp": None, "forward_passes": None,
-         "steps": None, "rtf": None},
+         "steps": None, "rtf": None, "distillmos": 3.1, "dnsmos_ovrl": 2.9, "dnsmos_p808": 3.456},
         {"speaker": "slt", "system": "parallel", "n": 2, "wer": 12.5, "gap_pp": 2.5, "forward_passes": 11.0,
          "steps": 8.0, "rtf": 0.25},
-    ]}
+    ], "judge": {"asr": "whisper"}}
     lines = markdown_table(report).splitlines()
-    assert len(lines) == 4 and lines[0].startswith("| speaker | system |")
-    assert lines[2] == "| slt | teacher | 2 | 10.0 | - | - | - | - |"
-    assert lines[3] == "| slt | parallel | 2 | 12.5 | +2.50 | 11.0 | 8.0 | 0.25 |"
+    assert len(lines) == 4 and lines[0].startswith("| speaker | system | n | WER % whisper |")
+    assert lines[2] == "| slt | teacher | 2 | 10.0 | - | 3.10 | 2.90 | 3.46 | - | - | - |"
+    assert lines[3] == "| slt | parallel | 2 | 12.5 | +2.50 | - | - | - | 11.0 | 8.0 | 0.25 |"
 
 
 def test_auto_summary_counts_escalations_fallbacks_and_broken_passes() -> None:
@@ -291,3 +301,37 @@ def test_join_rejects_too_few_sentences_and_warns_about_leftovers(voice_env, tmp
     joined = join_sentences(three, 2)
     assert [(s.id, s.text, s.wavs) for s in joined] == [("s0+s1", "Text 0. Text 1.", {"slt": ("w0.wav", "w1.wav")})]
     assert join_sentences(three, 1) == three
+
+
+def test_peers_speak_the_same_sentences_as_rows_of_their_own(voice_env, tmp_path) -> None:
+    from audiopd.eval.judging import EvalJudge
+    from audiopd.eval.peers import PeerAudio
+
+    data = write_corpus(tmp_path, flite=False)
+
+    class FakePeer:
+        name = "kokoro:af_heart"
+        sample_rate = 24000
+
+        def __init__(self) -> None:
+            self.texts: list[str] = []
+
+        def synthesize(self, text: str) -> PeerAudio:
+            self.texts.append(text)
+            return PeerAudio(np.full(24000, 0.1, np.float32), 24000, None)
+
+    peer = FakePeer()
+    # The peer's 1 s clips are heard right; everything else (0.5 s teacher clips) as nothing.
+    judge = EvalJudge(lambda a, r: SENTENCES["t001"] if a.size == 24000 else "",
+                      lambda a, r: {"distillmos": 4.5 if a.size == 24000 else 3.0, "dnsmos_ovrl": 3.0,
+                                    "dnsmos_p808": 3.5})
+    report = evaluate(audiopd.load(), data, n=2, modes=[], speakers=["slt"], judge=judge, peers=[peer])
+    assert peer.texts == [SENTENCES["t001"], SENTENCES["t002"]] and report["peers"] == ["kokoro:af_heart"]
+    rows = {(r["speaker"], r["system"]): r for r in report["rows"]}
+    assert set(rows) == {("slt", "teacher"), ("kokoro:af_heart", "peer")}
+    p = rows[("kokoro:af_heart", "peer")]
+    assert p["n"] == 2 and p["gap_pp"] is None and p["distillmos"] == 4.5 and p["rtf"] is not None
+    assert p["wer"] == round(100.0 * 6 / 11, 2)  # t002 (6 words) heard as t001's words: all 6 wrong
+    assert rows[("slt", "teacher")]["distillmos"] == 3.0 and rows[("slt", "teacher")]["rtf"] is None
+    with pytest.raises(EvalInputError, match="modes must be"):
+        evaluate(audiopd.load(), data, n=2, modes=[], judge=judge)

@@ -204,7 +204,7 @@ def test_escalation_budget_prices_the_ladder_by_the_first_attempt(model) -> None
         time.sleep(0.2)
         return {"passed": False, "score": 0.1, "reasons": ["x"], "bad_spans": [(0.0, 0.1)]}
 
-    tight = AutoConfig(first_steps=4, escalate_steps=12, escalation_budget=1.5)
+    tight = AutoConfig(first_steps=4, escalate_steps=12, escalation_budget=1.5, escalation_floor_s=0.0)
     r, items, cond = _setup(model, [40], slow_failing, auto=tight)
     out = r.render_group(items, cond, mode="auto", steps=None, seed=0, group=0, checking=True, deadline=None)
     assert out.budget_exhausted and 1 < len(items[0].attempts) < 4
@@ -216,6 +216,8 @@ def test_escalation_budget_prices_the_ladder_by_the_first_attempt(model) -> None
 def test_escalation_budget_is_validated() -> None:
     with pytest.raises(ValueError, match="escalation_budget"):
         AutoConfig(escalation_budget=-1.0).validate()
+    with pytest.raises(ValueError, match="escalation_floor_s"):
+        AutoConfig(escalation_floor_s=-1.0).validate()
     AutoConfig(escalation_budget=None).validate()
 
 
