@@ -22,17 +22,13 @@ from pathlib import Path
 
 from audiopd import __version__
 from audiopd.codec.registry import DEFAULT_CODEC
-from audiopd.errors import AudiopdError
+from audiopd.errors import AudiopdError, UsageError
 
 PROG = "audiopd"
 EXIT_USAGE = 2
 
 Handler = Callable[[argparse.Namespace], int]
 Configure = Callable[[argparse.ArgumentParser], None]
-
-
-class UsageError(AudiopdError):
-    """Bad command-line usage (unknown option, missing argument, value out of range)."""
 
 
 @dataclasses.dataclass(frozen=True)

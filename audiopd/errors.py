@@ -25,3 +25,7 @@ class AudioInputError(AudiopdError, ValueError):
 
 class ArtifactError(AudiopdError):
     """A shipped artifact (codec, voice) is missing, of an unknown version, or fails its checksum."""
+
+
+class UsageError(AudiopdError):
+    """Bad command-line usage (unknown option, missing argument, value out of range)."""

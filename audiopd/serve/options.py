@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import socket
 from collections.abc import Callable
 from typing import Any
 
-from audiopd.errors import AudiopdError
+from audiopd.serve.listen import bind
 from audiopd.serve.request import DEFAULT_HOST, DEFAULT_MAX_CHARS, DEFAULT_PORT
 
 
@@ -37,7 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run_command(args: argparse.Namespace, load_voice: Callable[[str | None], Any]) -> int:
     """Validate, bind the port, then load the voice while serving (``load_voice``: the CLI's --voice loader)."""
-    from audiopd.cli import UsageError
+    from audiopd.errors import UsageError
 
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port} is out of range 0..65535")
@@ -66,18 +65,3 @@ def run_command(args: argparse.Namespace, load_voice: Callable[[str | None], Any
         return tts, speaker, voice_label(args.voice, speaker)
 
     return run(sock, loader, config)
-
-
-def bind(host: str, port: int) -> socket.socket:
-    """A listening TCP socket on ``host:port`` (0: any free port), or a one-line AudiopdError."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(128)
-    except OSError as exc:  # port in use, no such address, permission denied
-        sock.close()
-        raise AudiopdError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    sock.set_inheritable(True)
-    return sock

@@ -24,7 +24,7 @@ import uvicorn
 from audiopd import __version__
 from audiopd.serve.app import ServeConfig, ServerState, create_app
 from audiopd.serve.guard import allowed_hosts, protocol_with
-from audiopd.serve.options import bind
+from audiopd.serve.listen import bind
 
 if TYPE_CHECKING:
     from audiopd.pipeline import Synthesizer
