@@ -36,7 +36,7 @@ def test_bench_cli_writes_report(tmp_path: Path) -> None:
     from audiopd.eval.checker_bench import main
 
     out = tmp_path / "r.json"
-    assert main(["--n", "2", "--asr", "never", "--quiet", "--out", str(out)]) == 0
+    assert main(["--n", "2", "--checker-asr", "never", "--quiet", "--out", str(out)]) == 0
     data = json.loads(out.read_text())
     assert data["n_clips"] == 2 and data["asr"] == "never"
     assert set(data["detection_rate"]) >= {"skip", "swap"}
