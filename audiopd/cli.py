@@ -16,13 +16,13 @@ import contextlib
 import dataclasses
 import os
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from audiopd import __version__
 from audiopd.codec.registry import DEFAULT_CODEC
 from audiopd.errors import AudiopdError, UsageError
+from audiopd.fileio import check_writable_dir
 
 PROG = "audiopd"
 EXIT_USAGE = 2
@@ -125,78 +125,9 @@ def _roundtrip_args(p: argparse.ArgumentParser) -> None:
     args=_roundtrip_args,
 )
 def cmd_codec_roundtrip(args: argparse.Namespace) -> int:
-    from audiopd.audio import read_audio, write_audio
-    from audiopd.codec import load_codec
+    from audiopd.codec.roundtrip import run_roundtrip
 
-    codec = load_codec(args.codec)
-    q = codec.num_codebooks
-    levels = q if args.levels is None else args.levels
-    if not 1 <= levels <= q:
-        raise UsageError(f"--levels {levels} is out of range: codec {codec.name!r} has levels 1..{q}")
-
-    # Validate everything (cheapest first) before writing anything.
-    outdir = Path(args.outdir)
-    targets = [outdir / _output_name(Path(p)) for p in args.inputs]
-    _check_targets([Path(p) for p in args.inputs], targets)
-    _check_writable_dir(outdir)
-    signals = [read_audio(p, expect_rate=codec.sample_rate)[0] for p in args.inputs]
-
-    decoded = []
-    for audio in signals:
-        codes = codec.encode(audio)
-        # The codec pads to whole frames; trim back so output and input last equally long.
-        decoded.append(codec.decode(codes[:, :levels])[0, : audio.size])
-
-    written: list[Path] = []
-    target = outdir
-    try:
-        outdir.mkdir(parents=True, exist_ok=True)
-        for target, audio in zip(targets, decoded):
-            written.append(write_audio(target, audio, codec.sample_rate))
-    except OSError as exc:
-        for path in written:  # all or nothing
-            path.unlink(missing_ok=True)
-        raise AudiopdError(f"cannot write {target}: {exc.strerror or exc}") from None
-    for target in written:
-        print(target)
-    return 0
-
-
-def _output_name(path: Path) -> str:
-    # write_audio always writes WAV, so a .flac/.ogg input gets a .wav name rather than a lying suffix.
-    return path.name if path.suffix.lower() == ".wav" else path.stem + ".wav"
-
-
-def _check_targets(inputs: list[Path], targets: list[Path]) -> None:
-    seen: dict[Path, Path] = {}
-    for src, dst in zip(inputs, targets):
-        key = dst.resolve()
-        if key in seen:
-            raise UsageError(f"{src} and {seen[key]} would both be written to {dst}")
-        seen[key] = src
-    resolved_inputs = {p.resolve() for p in inputs}
-    for dst in targets:
-        if dst.resolve() in resolved_inputs:
-            raise UsageError(f"refusing to overwrite the input {dst}: choose another -o OUTDIR")
-
-
-def _check_writable_dir(outdir: Path) -> None:
-    """Prove ``outdir`` (or, if it does not exist yet, its nearest existing ancestor) takes files.
-
-    Nothing is created here: a run that fails validation later must not leave an empty directory.
-    A probe file is more honest than permission bits, which root and read-only mounts make lie.
-    """
-    existing = outdir
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        raise AudiopdError(f"output directory {outdir} cannot be created: {existing} is not a directory")
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".audiopd-probe-", dir=existing)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise AudiopdError(f"output directory {outdir} is not writable: {exc.strerror or exc}") from None
+    return run_roundtrip(args.inputs, args.outdir, args.codec, args.levels)
 
 
 # ------------------------------------------------------------------------------------- codec list
@@ -301,7 +232,7 @@ def cmd_say(args: argparse.Namespace) -> int:
     for target in targets:
         if target.is_dir():
             raise UsageError(f"{target} is a directory, not a file name")
-        _check_writable_dir(target.parent)
+        check_writable_dir(target.parent)
     text = _read_text(args.text)
 
     from audiopd.render.report import report_json
@@ -421,7 +352,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         target = Path(args.json)
         if target.is_dir():
             raise UsageError(f"--json {target} is a directory, not a file name")
-        _check_writable_dir(target.parent)
+        check_writable_dir(target.parent)
     tts, speaker = _load_voice(args.voice)
     return run_command(tts, speaker, args)
 

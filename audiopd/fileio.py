@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from audiopd.errors import AudiopdError
+
 
 @contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
@@ -37,3 +39,22 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
     return Path(path)
+
+
+def check_writable_dir(outdir: Path) -> None:
+    """Prove ``outdir`` (or, if it does not exist yet, its nearest existing ancestor) takes files.
+
+    Nothing is created here: a run that fails validation later must not leave an empty directory.
+    A probe file is more honest than permission bits, which root and read-only mounts make lie.
+    """
+    existing = outdir
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise AudiopdError(f"output directory {outdir} cannot be created: {existing} is not a directory")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".audiopd-probe-", dir=existing)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise AudiopdError(f"output directory {outdir} is not writable: {exc.strerror or exc}") from None
