@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from audiopd.errors import AudiopdError
-from audiopd.eval.compare import paired_bootstrap
+from audiopd.eval.compare import paired_bootstrap, paired_differences
 from audiopd.text.wer import judge_words
 
 RESAMPLES = 2000
@@ -47,12 +47,10 @@ def _per_pair(utts: Sequence[dict], system: str, key: str) -> dict[tuple[str, st
 
 def paired_mean(a: dict, b: dict, *, resamples: int = RESAMPLES, seed: int = 0) -> dict[str, float] | None:
     """mean(a - b) over shared keys with a percentile 95% interval; None without shared keys."""
-    keys = sorted(set(a) & set(b))
-    if not keys:
+    found = paired_differences(a, b, resamples=resamples, seed=seed)
+    if found is None:
         return None
-    d = np.array([a[k] - b[k] for k in keys])
-    idx = np.random.default_rng(seed).integers(0, len(keys), size=(resamples, len(keys)))
-    low, high = np.percentile(d[idx].mean(axis=1), [2.5, 97.5])
+    keys, d, low, high = found
     return {"n": len(keys), "diff": round(float(d.mean()), 4), "low": round(float(low), 4),
             "high": round(float(high), 4)}
 

@@ -120,16 +120,27 @@ def utterance_mos(reports: Sequence[dict], system: str, key: str,
     return {k: float(np.mean(v)) for k, v in values.items()}
 
 
-def paired_mos(a: dict[Key, float], b: dict[Key, float], *, resamples: int = 2000,
-               seed: int = 0) -> tuple[int, float, float, float, float] | None:
-    """(n, mean A, mean B, low, high): A's and B's mean over shared utterances, 95% interval of A - B by the same
-    resampling of sentences as ``paired_bootstrap``; None when they share none."""
+def paired_differences(a: dict, b: dict, *, resamples: int = 2000,
+                       seed: int = 0) -> tuple[list, np.ndarray, float, float] | None:
+    """(shared keys, a - b per key, low, high): the percentile 95% interval of mean(a - b) over resampled keys;
+    None when ``a`` and ``b`` share no key."""
     keys = sorted(set(a) & set(b))
     if not keys:
         return None
     d = np.array([a[k] - b[k] for k in keys])
     idx = np.random.default_rng(seed).integers(0, len(keys), size=(resamples, len(keys)))
     low, high = np.percentile(d[idx].mean(axis=1), [2.5, 97.5])
+    return keys, d, float(low), float(high)
+
+
+def paired_mos(a: dict[Key, float], b: dict[Key, float], *, resamples: int = 2000,
+               seed: int = 0) -> tuple[int, float, float, float, float] | None:
+    """(n, mean A, mean B, low, high): A's and B's mean over shared utterances, 95% interval of A - B by the same
+    resampling of sentences as ``paired_bootstrap``; None when they share none."""
+    found = paired_differences(a, b, resamples=resamples, seed=seed)
+    if found is None:
+        return None
+    keys, _, low, high = found
     return (len(keys), round(float(np.mean([a[k] for k in keys])), 3), round(float(np.mean([b[k] for k in keys])), 3),
             round(float(low), 3), round(float(high), 3))
 

@@ -17,7 +17,6 @@ when the process dies, so a killed run never leaves a stale lock).
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import secrets
@@ -25,6 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from audiopd.artifacts import sha256_file
 from audiopd.errors import AudiopdError
 
 MANIFEST = "manifest.jsonl"
@@ -33,14 +33,6 @@ TMP_SUFFIX = ".tmp"
 
 class ManifestError(AudiopdError):
     """The output directory or its manifest cannot be used (locked, corrupt, not writable)."""
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def fsync_dir(path: Path) -> None:
