@@ -25,7 +25,8 @@ _LAZY = {"load": "audiopd.pipeline", "Synthesizer": "audiopd.pipeline", "Result"
 def check(audio, sample_rate: int, text: str, **kwargs):
     """Does ``audio`` say ``text``? A thin wrapper on ``audiopd.checker.score`` returning its ``Verdict``.
 
-    Defined here rather than in audiopd.pipeline so checking audio never imports torch.
+    Defined here rather than in audiopd.pipeline so importing audiopd for a check stays light (torch loads
+    only with the phone recogniser, when the check runs).
     """
     from audiopd.checker import score  # lazy: pocketsphinx loads its models on first use
 

@@ -82,7 +82,7 @@ def _checked_entry(directory: Path, name: str) -> str:
 
 
 def search_path(kind: str) -> list[Path]:
-    """Where artifacts of ``kind`` ("codecs" or "voices") are looked up, in order.
+    """Where artifacts of ``kind`` ("checkers", "codecs" or "voices") are looked up, in order.
 
     1. ``$AUDIOPD_<KIND>_PATH`` (``os.pathsep``-separated), for users' own artifacts;
     2. the copy installed inside the package (``audiopd/_assets/<kind>``);

@@ -171,6 +171,12 @@ def _say_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--report", default=None, metavar="R.json", help="write the synthesis report as JSON")
     p.add_argument("--timestamps", default=None, metavar="OUT.srt|.vtt|.json", help="write word timestamps")
     p.add_argument("--strict", action="store_true", help="exit 1 when the delivered audio fails the check")
+    _checker_arg(p)
+
+
+def _checker_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--checker", choices=("fast", "thorough"), default="fast",
+                   help="fast: a small phone recogniser (default); thorough: PocketSphinx on every clip, ~30x the cost")
 
 
 def _read_text(words: list[str]) -> str:
@@ -240,7 +246,7 @@ def cmd_say(args: argparse.Namespace) -> int:
     with _stdout_to_stderr(to_stdout) as stdout:
         tts, speaker = _load_voice(args.voice)
         result = tts.synthesize(text, voice=speaker, mode=args.mode, steps=args.steps, seed=args.seed,
-                                speed=args.speed)
+                                speed=args.speed, check_level=args.checker)
     written: list[Path] = []
     target = out
     try:
@@ -306,6 +312,7 @@ def _check_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the full verdict as JSON")
     p.add_argument("--voice", default=None, metavar="NAME_OR_DIR",
                    help="use the checker.yaml of this voice (shipped name or path like ./myvoice; default: none)")
+    _checker_arg(p)
 
 
 @subcommand("check", help="check that audio says the given text (exit 0 pass, 1 fail, 2 bad input)",
@@ -318,14 +325,15 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     phonemize(args.text)  # unspeakable reference text is bad input (exit 2), not a failed check
     audio, rate = read_audio(args.audio)
-    kwargs = {}
+    from audiopd.checker.config import CheckerConfig, at_level
+
+    config = None
     if args.voice is not None:
         from audiopd.model.voice import load_checker_config  # imports torch: only when asked for
 
         config = load_checker_config(args.voice)
-        if config is not None:
-            kwargs["config"] = config
-    verdict = verdict_to_dict(audiopd.check(audio, rate, args.text, **kwargs))
+    config = at_level(config or CheckerConfig(), args.checker)
+    verdict = verdict_to_dict(audiopd.check(audio, rate, args.text, config=config))
     if args.json:
         sys.stdout.write(report_json(verdict))
     else:

@@ -169,14 +169,16 @@ class Synthesizer:
 
     def synthesize(self, text: str, *, voice: str | None = None, mode: str = "auto", steps: int | None = None,
                    seed: int | None = None, speed: float = 1.0, check: bool | None = None,
-                   time_budget_s: float | None = None) -> Result:
-        """Speak ``text``. ``check`` defaults to on for ``mode="auto"`` and off otherwise."""
+                   time_budget_s: float | None = None, check_level: str = "fast") -> Result:
+        """Speak ``text``. ``check`` defaults to on for ``mode="auto"`` and off otherwise; ``check_level`` is
+        "fast" (the voice's checker: a small phone recogniser) or "thorough" (PocketSphinx on every clip)."""
         return self.synthesize_batch([text], voice=voice, mode=mode, steps=steps, seed=seed, speed=speed,
-                                     check=check, time_budget_s=time_budget_s)[0]
+                                     check=check, time_budget_s=time_budget_s, check_level=check_level)[0]
 
     def synthesize_batch(self, texts: Sequence[str], *, voice: str | None = None, mode: str = "auto",
                          steps: int | None = None, seed: int | None = None, speed: float = 1.0,
-                         check: bool | None = None, time_budget_s: float | None = None) -> list[Result]:
+                         check: bool | None = None, time_budget_s: float | None = None,
+                         check_level: str = "fast") -> list[Result]:
         """Speak several texts, decoding their chunks together in padded batches; one Result each.
 
         In each report ``forward_passes`` counts the passes of every batch the text took part in and
@@ -185,10 +187,10 @@ class Synthesizer:
         t_start = time.perf_counter()
         if isinstance(texts, str):
             raise TypeError("synthesize_batch expects a sequence of texts, not one str")
-        _validate_options(mode, steps, seed, speed, time_budget_s)
+        _validate_options(mode, steps, seed, speed, time_budget_s, check_level)
         seed = secrets.randbelow(2**31) if seed is None else int(seed)
         speaker = self._speaker(voice)
-        checker, checking, warnings, checker_kind = self._resolve_checker(mode, check)
+        checker, checking, warnings, checker_kind = self._resolve_checker(mode, check, check_level)
         per_text = [[Item(text=c, ids=ph.ids, speaker=speaker, words=tuple((w.word, w.start, w.end) for w in ph.words))
                      for c, ph in self._prepare(t)] for t in texts]
         items = [it for chunk_items in per_text for it in chunk_items]
@@ -206,7 +208,7 @@ class Synthesizer:
         wall = time.perf_counter() - t_start
         meta = {"voice": self._speaker_name(speaker), "seed": seed, "requested_mode": mode, "speed": speed,
                 "time_budget_s": time_budget_s, "cost_model": self.cost.source, "warnings": warnings,
-                "checker": checker_kind}
+                "checker": checker_kind, "check_level": check_level if checking else None}
         return [self._result(chunk_items, outcomes, meta, wall) for chunk_items in per_text]
 
     # ------------------------------------------------------------------------------------ helpers
@@ -218,7 +220,8 @@ class Synthesizer:
     def _speaker_name(self, speaker: int) -> str:
         return self.voices[speaker] if speaker < len(self.voices) else str(speaker)
 
-    def _resolve_checker(self, mode: str, check: bool | None) -> tuple[Checker | None, bool, list[str], str | None]:
+    def _resolve_checker(self, mode: str, check: bool | None,
+                         level: str = "fast") -> tuple[Checker | None, bool, list[str], str | None]:
         """(checker, checking, warnings, which thresholds: "voice", "default", "custom" or None = unchecked)."""
         want = (mode == "auto") if check is None else bool(check)
         if not want:
@@ -227,7 +230,9 @@ class Synthesizer:
             return self.checker, True, [], "custom"
         try:
             # Built per call (a cheap closure), so a changed checker_config takes effect at once.
-            run = default_checker() if self.checker_config is None else default_checker(self.checker_config)
+            from audiopd.checker.config import CheckerConfig, at_level
+
+            run = default_checker(at_level(self.checker_config or CheckerConfig(), level))
         except ImportError as exc:
             if check:  # explicitly asked for: an installation problem the user must hear about
                 raise ArtifactError(f"the checker is unavailable: {exc}") from None
@@ -339,7 +344,11 @@ def _combined_check(delivered: list, offsets_s: list[float]) -> dict | None:
 
 
 def _validate_options(mode: str, steps: int | None, seed: int | None, speed: float,
-                      time_budget_s: float | None) -> None:
+                      time_budget_s: float | None, check_level: str = "fast") -> None:
+    from audiopd.checker.config import CHECK_LEVELS
+
+    if check_level not in CHECK_LEVELS:
+        raise SynthesisOptionError(f"check_level must be one of {', '.join(CHECK_LEVELS)}, got {check_level!r}")
     if mode not in MODES:
         raise SynthesisOptionError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= 256):

@@ -259,9 +259,12 @@ def test_check_uses_the_voice_thresholds(tmp_path, monkeypatch, check_stub, caps
     assert main(["check", str(wav), "--text", "hello", "--voice", str(tmp_path / "voices" / "calibrated")]) == 0
     assert main(["check", str(wav), "--text", "hello", "--voice", "plain"]) == 0  # no checker.yaml: defaults
     assert main(["check", str(wav), "--text", "hello"]) == 0
+    assert main(["check", str(wav), "--text", "hello", "--voice", "calibrated", "--checker", "thorough"]) == 0
     want = CheckerConfig(min_window_score=-80.0, max_wer=0.9)
-    assert check_stub == [{"config": want}, {"config": want}, {}, {}]
-    assert capsys.readouterr().out.count("PASS") == 4
+    thorough = CheckerConfig(min_window_score=-80.0, max_wer=0.9, recognizer="sphinx", asr="always")
+    assert check_stub == [{"config": want}, {"config": want}, {"config": CheckerConfig()},
+                          {"config": CheckerConfig()}, {"config": thorough}]
+    assert capsys.readouterr().out.count("PASS") == 5
 
 
 @pytest.mark.parametrize("yaml_text, needles", [

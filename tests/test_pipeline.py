@@ -222,7 +222,7 @@ def test_time_budget_limits_escalation(tts) -> None:
 
 
 def test_say_says_when_the_budget_cut_escalation(artifacts, tmp_path, capsys, monkeypatch) -> None:
-    monkeypatch.setattr("audiopd.pipeline.default_checker", lambda: Stub((False, 0.1)))
+    monkeypatch.setattr("audiopd.pipeline.default_checker", lambda *_a, **_k: Stub((False, 0.1)))
     tts = audiopd.load()
     res = tts.synthesize(TEXT, seed=0, time_budget_s=1e-6)
     assert any("time budget" in w for w in res.report["warnings"])
@@ -290,7 +290,7 @@ def test_say_bad_input_exits_2_and_writes_nothing(artifacts, tmp_path, capsys, a
 
 
 def test_say_warns_when_the_delivered_audio_fails_the_check(artifacts, tmp_path, capsys, monkeypatch) -> None:
-    monkeypatch.setattr("audiopd.pipeline.default_checker", lambda: Stub((False, 0.1)))
+    monkeypatch.setattr("audiopd.pipeline.default_checker", lambda *_a, **_k: Stub((False, 0.1)))
     out = tmp_path / "w.wav"
     assert main(["say", TEXT, "-o", str(out), "--seed", "0"]) == 0
     assert out.is_file() and "warning: the output failed the check: bad #" in capsys.readouterr().err
@@ -303,7 +303,7 @@ def test_check_exit_codes(tmp_path, capsys, monkeypatch, passed: bool, rc: int) 
     sf.write(str(wav), np.zeros(SR // 2, np.float32), SR)
     seen = {}
 
-    def stub(audio, sample_rate, text):
+    def stub(audio, sample_rate, text, config=None):
         seen.update(samples=audio.size, rate=sample_rate, text=text)
         return {"passed": passed, "score": 0.5, "reasons": [] if passed else ["too quiet"], "bad_spans": []}
 

@@ -35,16 +35,37 @@ trusting them there.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 ASR_MODES = ("always", "borderline", "never")
+# "ctc": the small phone recogniser of audiopd.checker.phones (fast, the default); "sphinx": PocketSphinx forced
+# alignment, the thorough option (about 30x the cost; the checks and figures above were set with it).
+RECOGNIZERS = ("ctc", "sphinx")
+# The checker's two levels: "fast" runs a config as given (the shipped voice's: the CTC recogniser, PocketSphinx
+# recognition only on borderline clips); "thorough" aligns with PocketSphinx and recognises every clip, with the
+# same config's sphinx thresholds (calibrated separately, on the same clips).
+CHECK_LEVELS = ("fast", "thorough")
 
 
 @dataclass(frozen=True)
 class CheckerConfig:
     """Thresholds of ``audiopd.checker.score``. Units: seconds, dB, PocketSphinx log-score per 10 ms frame."""
 
-    # --- forced alignment (PocketSphinx, phone level) ---
+    # --- the listener: which recogniser aligns the intended phones ---
+    recognizer: str = "ctc"
+    recognizer_artifact: str = "phones16k"  # checkers/<name>, rebuilt by recipes/checker
+    # CTC phone recogniser checks (audiopd.checker.ctc): the worst 0.3 s mean gap between the best and the
+    # aligned phone's log-posterior; unheard / extra phones of greedy decoding among any ``phone_edit_window``
+    # consecutive edit operations against the intended phones; the phone error rate.
+    ctc_window_s: float = 0.30
+    max_ctc_gap: float = 3.0
+    max_phone_deletions: int = 6
+    max_phone_insertions: int = 6
+    phone_edit_window: int = 12
+    max_per: float = 0.6
+
+    # --- forced alignment (PocketSphinx, phone level; recognizer="sphinx") ---
     # Worst mean per-frame acoustic score over any 0.3 s window of the aligned phones. A skipped,
     # repeated or garbled stretch forces phones onto the wrong audio. Clean worst -57; skip/silence
     # typical -100..-130, repeat -55..-145 (160 clean clips: worst -51). Window: one short word.
@@ -119,15 +140,27 @@ class CheckerConfig:
     max_length_ratio: float = 1.5
 
     def __post_init__(self) -> None:
+        if self.recognizer not in RECOGNIZERS:
+            raise ValueError(f"CheckerConfig.recognizer must be one of {', '.join(RECOGNIZERS)}, not {self.recognizer!r}")
         if self.asr not in ASR_MODES:
             raise ValueError(f"CheckerConfig.asr must be one of {', '.join(ASR_MODES)}, not {self.asr!r}")
         positive = ("align_window_s", "max_unexplained_speech_s", "max_internal_silence_s", "end_margin_s",
                     "max_clipped_fraction", "dropout_min_s", "min_noise_s", "repetition_window_s",
-                    "max_length_ratio", "max_wer")
+                    "max_length_ratio", "max_wer", "ctc_window_s", "max_ctc_gap", "max_per")
         for name in positive:
             if not getattr(self, name) > 0:
                 raise ValueError(f"CheckerConfig.{name} must be > 0, got {getattr(self, name)!r}")
-        if self.max_deletion_run < 1 or self.max_insertion_run < 1 or self.repetition_n < 2:
+        if min(self.max_deletion_run, self.max_insertion_run, self.max_phone_deletions,
+               self.max_phone_insertions, self.phone_edit_window) < 1 or self.repetition_n < 2:
             raise ValueError("CheckerConfig: run lengths must be >= 1 and repetition_n >= 2")
         if self.dropout_max_s < self.dropout_min_s:
             raise ValueError("CheckerConfig.dropout_max_s must be >= dropout_min_s")
+
+
+def at_level(config: CheckerConfig, level: str) -> CheckerConfig:
+    """``config`` for a check level (``CHECK_LEVELS``); raises ValueError for an unknown level."""
+    if level not in CHECK_LEVELS:
+        raise ValueError(f"check level must be one of {', '.join(CHECK_LEVELS)}, not {level!r}")
+    if level == "thorough":
+        return dataclasses.replace(config, recognizer="sphinx", asr="always")
+    return config

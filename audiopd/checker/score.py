@@ -2,17 +2,20 @@
 
 Four groups of checks (thresholds and their calibration: ``audiopd.checker.config``):
 
-(a) forced alignment of the intended words (PocketSphinx): per-word spans and scores, poorly
-    aligned windows, speech the text does not account for, or no alignment at all;
+(a) forced alignment of the intended phones: by default with the small CTC phone recogniser
+    (``audiopd.checker.phones``/``ctc``: alignment gap windows, runs of unheard or extra phones, phone error
+    rate), or with PocketSphinx (``recognizer="sphinx"``, the thorough option: per-word scores, poorly aligned
+    windows, speech the text does not account for, or no alignment at all);
 (b) free recognition against the normalised text: runs of unheard or extra words, WER;
 (c) signal: long internal silence, truncation, clipping, drop-outs, noise bursts;
 (d) tokens, when codes are given: repetition (VALL-E 2), low confidence, length vs expectation.
 
-All audio is analysed at 16 kHz (PocketSphinx's rate); clipping is measured on the input itself.
+All audio is analysed at 16 kHz (both recognisers' rate); clipping is measured on the input itself.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Iterable, Sequence
@@ -44,7 +47,7 @@ class WordResult:
     index: int
     start: float | None
     end: float | None
-    score: float | None  # mean acoustic log score per 10 ms frame
+    score: float | None  # mean log score per frame: PocketSphinx acoustic (sphinx), phone log-posterior (ctc)
     issues: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
@@ -180,25 +183,31 @@ def score(
     elif exp is not None:
         findings.append(tok.check_length(duration, float(exp.sum()), cfg.max_length_ratio))
 
-    # (a) forced alignment
-    # The recogniser and aligner get the very samples ``recognize(audio, rate)`` would: a float round
-    # trip could move samples by one LSB, and on marginal audio that can flip PocketSphinx's answer.
+    # (a) forced alignment of the intended phones: the CTC recogniser (default) or PocketSphinx (thorough)
     t_align = time.perf_counter()
-    al = align(pcm, SAMPLE_RATE, words) if fr.first >= 0 else None
-    # The two PocketSphinx passes are nearly all of the checker's cost; timing them apart says which one a
-    # cheaper configuration would have to shrink (asr_seconds is 0 when recognition did not run).
-    metrics["align_seconds"] = time.perf_counter() - t_align
+    al = None
     low: frozenset[int] = frozenset()
     squeezed: frozenset[int] = frozenset()
-    if al is None:
-        if fr.first >= 0:
+    ctc_words: list[WordResult] | None = None
+    if fr.first >= 0 and cfg.recognizer == "ctc":
+        ctc_findings, ctc_words, ctc_metrics = _ctc_checks(raw_f, int(sample_rate), text, cfg)
+        findings += ctc_findings
+        metrics.update(ctc_metrics)
+    elif fr.first >= 0:
+        # The recogniser and aligner get the very samples ``recognize(audio, rate)`` would: a float round trip
+        # could move samples by one LSB, and on marginal audio that can flip PocketSphinx's answer.
+        al = align(pcm, SAMPLE_RATE, words)
+        if al is None:
             findings.append(speech.alignment_failed(duration))
-    else:
-        rep = speech.check_alignment(al, fr, cfg)
-        findings += rep.findings
-        low, squeezed = rep.low_words, rep.squeezed
-        metrics["squeezed_words"] = float(len(squeezed))
-        metrics["unaligned_words"] = float(len(al.unaligned))
+        else:
+            rep = speech.check_alignment(al, fr, cfg)
+            findings += rep.findings
+            low, squeezed = rep.low_words, rep.squeezed
+            metrics["squeezed_words"] = float(len(squeezed))
+            metrics["unaligned_words"] = float(len(al.unaligned))
+    # The recognition passes are nearly all of the checker's cost; timing them apart says which one a cheaper
+    # configuration would have to shrink (asr_seconds is 0 when recognition did not run).
+    metrics["align_seconds"] = time.perf_counter() - t_align
 
     # (b) ASR, always or only when something else is borderline
     worst = max((f.badness for f in findings), default=0.0)
@@ -222,7 +231,11 @@ def score(
     metrics["check_seconds"] = time.perf_counter() - t_start
     metrics["rtf"] = metrics["check_seconds"] / max(duration, 1e-9)
 
-    word_results = _word_results(words, al, low, squeezed, unheard)
+    if ctc_words is not None:
+        word_results = [dataclasses.replace(w, issues=(*w.issues, "unheard")) if w.index in unheard else w
+                        for w in ctc_words]
+    else:
+        word_results = _word_results(words, al, low, squeezed, unheard)
     spans = [s for f in failed for s in f.spans]
     return Verdict(
         passed=not failed,
@@ -233,6 +246,34 @@ def score(
         bad_spans=merge_spans(spans, duration),
         failed=[f.name for f in failed],
     )
+
+
+def _ctc_checks(audio: np.ndarray, sample_rate: int, text: str,
+                cfg: CheckerConfig) -> tuple[list[Finding], list[WordResult], dict[str, float]]:
+    """The phone recogniser's findings, per-word spans and scores (audiopd.checker.ctc)."""
+    from audiopd.checker.ctc import PhoneCheckConfig, check_phones
+    from audiopd.checker.phones import labels_of_ids, load_recognizer
+    from audiopd.text import phonemize
+
+    model = load_recognizer(cfg.recognizer_artifact)
+    ph = phonemize(text)
+    pairs = labels_of_ids(ph.ids)
+    logp = model.posteriors(audio, sample_rate)
+    rep = check_phones(logp, [lbl for lbl, _ in pairs], model.frame_s,
+                       PhoneCheckConfig(cfg.ctc_window_s, cfg.max_ctc_gap, cfg.max_phone_deletions,
+                                        cfg.max_phone_insertions, cfg.max_per, cfg.phone_edit_window))
+    bad = [s for f in rep.findings if f.failed for s in f.spans]
+    token_to_phone = {tok: k for k, (_, tok) in enumerate(pairs)}
+    out = []
+    for i, w in enumerate(ph.words):
+        idx = [token_to_phone[t] for t in range(w.start, w.end) if t in token_to_phone]
+        spans = [rep.phone_spans[k] for k in idx if math.isfinite(rep.phone_spans[k][0])]
+        scores = [rep.phone_scores[k] for k in idx if math.isfinite(rep.phone_scores[k])]
+        start, end = (spans[0][0], spans[-1][1]) if spans else (None, None)
+        hit = start is not None and any(a < end and start < b for a, b in bad)
+        out.append(WordResult(w.word, i, start, end, round(float(np.mean(scores)), 2) if scores else None,
+                              ("low_score",) if hit else ()))
+    return list(rep.findings), out, rep.metrics
 
 
 def _token_findings(tokens: np.ndarray | None, confidences: np.ndarray | None, token_rate: float | None,

@@ -126,7 +126,8 @@ def run_bench(n: int, split: str = "bench", asr: str | None = None, progress: bo
               kinds: tuple[str, ...] | None = None, offset: int = 0, *, tts: Any = None,
               voice_name: str | None = None, seed: int = 0, batch: int = 4, outside: bool | None = None,
               recognizer: Recognizer | None = None, sentences: Sequence[str] | None = None,
-              min_seconds: float = 2.0, judge: judging.EvalJudge | None = None) -> dict:
+              min_seconds: float = 2.0, judge: judging.EvalJudge | None = None,
+              listener: str | None = None) -> dict:
     """Score ``n`` clean clips and every fault of each; returns the report as plain data.
 
     Clean clips are flite renderings, or the parallel output of ``tts`` (a loaded ``Synthesizer``)
@@ -135,7 +136,8 @@ def run_bench(n: int, split: str = "bench", asr: str | None = None, progress: bo
     ``outside`` (default: on for a voice) adds the outside judgement of each clean clip by ``judge``
     (default: Whisper with DistillMOS/DNSMOS), or by a bare ``recognizer(audio, rate) -> text`` (no MOS);
     ``sentences`` replaces the fortune sentences of ``split`` for a voice (tests). ``asr`` is the checker's
-    own recognition policy (always, borderline, never), not the outside recogniser.
+    own recognition policy (always, borderline, never), not the outside recogniser; ``listener`` overrides the
+    checker's aligning recogniser ("ctc", the default, or "sphinx", the thorough one).
     """
     from audiopd.checker import CheckerConfig, score
     from audiopd.config import to_dict
@@ -145,6 +147,8 @@ def run_bench(n: int, split: str = "bench", asr: str | None = None, progress: bo
     cfg = voice_cfg or CheckerConfig()
     if asr is not None:
         cfg = dataclasses.replace(cfg, asr=asr)
+    if listener is not None:
+        cfg = dataclasses.replace(cfg, recognizer=listener)
     outside = (tts is not None) if outside is None else outside
     if outside and judge is None:
         judge = judging.EvalJudge(recognizer) if recognizer else judging.make_judge(judging.JudgeConfig())
@@ -259,6 +263,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="benchmark this voice's own parallel output (default: flite teacher audio)")
     ap.add_argument("--checker-asr", choices=("always", "borderline", "never"), default=None,
                     help="when the checker runs its own recognition (default: the checker config's)")
+    ap.add_argument("--recognizer", choices=("ctc", "sphinx"), default=None,
+                    help="the checker's aligning recogniser (default: the checker config's; ctc unless set)")
     judging.add_arguments(ap)
     ap.add_argument("--kinds", default="", help="comma-separated conditions (clean, skip, ...); default all")
     ap.add_argument("--offset", type=int, default=0, help="skip this many sentences of the split")
@@ -288,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         judge = judging.from_args(args, threads=args.threads) if outside else None
         report = run_bench(args.n, args.split, args.checker_asr, progress=not args.quiet, kinds=kinds,
                            offset=args.offset, tts=tts, voice_name=args.voice, seed=args.seed, batch=args.batch,
-                           outside=outside, judge=judge)
+                           outside=outside, judge=judge, listener=args.recognizer)
     except AudiopdError as exc:  # a missing or broken voice, a bad checker.yaml
         print(f"{ap.prog}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2

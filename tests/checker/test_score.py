@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audiopd.checker import CheckerConfig, Verdict, score
+from audiopd.checker import CheckerConfig, Verdict, at_level, score
 from audiopd.errors import AudioInputError, NothingToSpeakError
 from audiopd.eval.faults import inject
 
@@ -24,6 +24,17 @@ def speech(tmp_path_factory: pytest.TempPathFactory) -> tuple[np.ndarray, int]:
 
     out = tmp_path_factory.mktemp("score") / "x.wav"
     subprocess.run(["flite", "-voice", "rms", "-t", TEXT, "-o", str(out)], check=True)
+    audio, rate = sf.read(str(out), dtype="float32")
+    return audio, rate
+
+
+@pytest.fixture(scope="module")
+def other_speech(tmp_path_factory: pytest.TempPathFactory) -> tuple[np.ndarray, int]:
+    import soundfile as sf
+
+    out = tmp_path_factory.mktemp("score") / "other.wav"
+    subprocess.run(["flite", "-voice", "slt", "-t", "Please remember to buy eggs, milk and bread before the shop "
+                    "closes tonight.", "-o", str(out)], check=True)
     audio, rate = sf.read(str(out), dtype="float32")
     return audio, rate
 
@@ -66,7 +77,39 @@ def test_wrong_text_fails(speech: tuple[np.ndarray, int]) -> None:
     audio, rate = speech
     v = score(audio, rate, "Please remember to buy eggs, milk and bread before the shop closes tonight.")
     assert not v.passed
-    assert {"alignment", "alignment_mean", "asr_wer"} & set(v.failed)
+    assert {"phone_error_rate", "phone_window", "asr_wer"} & set(v.failed)
+    thorough = score(audio, rate, "Please remember to buy eggs, milk and bread before the shop closes tonight.",
+                     config=at_level(CheckerConfig(), "thorough"))
+    assert not thorough.passed and {"alignment", "alignment_mean", "asr_wer"} & set(thorough.failed)
+
+
+@needs_flite
+def test_default_listener_is_the_phone_recogniser_and_thorough_is_pocketsphinx(speech) -> None:
+    audio, rate = speech
+    fast = score(audio, rate, TEXT)
+    assert fast.passed, fast.reasons
+    assert fast.metrics["phone_error_rate"] < 0.35 and "alignment_window" not in fast.metrics
+    # Word spans come from the phone alignment, in order, inside the clip.
+    spans = [(w.start, w.end) for w in fast.words]
+    assert all(a is not None and b > a for a, b in spans)
+    assert all(spans[i][1] <= spans[i + 1][0] + 1e-6 for i in range(len(spans) - 1))
+    assert spans[-1][1] <= len(audio) / rate + 0.02
+    thorough = score(audio, rate, TEXT, config=at_level(CheckerConfig(), "thorough"))
+    assert thorough.passed and "alignment_window" in thorough.metrics and thorough.metrics["asr_ran"] == 1.0
+    # The point of the fast listener: it costs a small share of PocketSphinx's recognition and alignment.
+    assert fast.metrics["align_seconds"] < thorough.metrics["align_seconds"] + thorough.metrics["asr_seconds"]
+
+
+@needs_flite
+@pytest.mark.parametrize("kind", ["skip", "repeat", "swap"])
+def test_phone_recogniser_catches_content_faults_where_they_are(speech, other_speech, kind: str) -> None:
+    audio, rate = speech
+    y, fault = inject(kind, audio, rate, seed=1, other=other_speech[0])
+    v = score(y, rate, TEXT, config=CheckerConfig(asr="never"))
+    assert not v.passed, f"{kind} passed: {v.metrics}"
+    assert {"phone_window", "phone_deletions", "phone_insertions", "phone_error_rate"} & set(v.failed)
+    if kind != "swap":  # the span to repair covers the fault
+        assert any(a <= fault.end + 0.3 and b >= fault.start - 0.3 for a, b in v.bad_spans), (v.bad_spans, fault)
 
 
 @needs_flite
@@ -123,5 +166,12 @@ def test_silent_audio_fails_without_crashing() -> None:
 def test_config_validation() -> None:
     with pytest.raises(ValueError, match="asr"):
         CheckerConfig(asr="sometimes")
+    with pytest.raises(ValueError, match="recognizer"):
+        CheckerConfig(recognizer="whisper")
+    with pytest.raises(ValueError, match="check level"):
+        at_level(CheckerConfig(), "quick")
+    assert at_level(CheckerConfig(max_wer=0.5), "thorough") == CheckerConfig(max_wer=0.5, recognizer="sphinx",
+                                                                             asr="always")
+    assert at_level(CheckerConfig(max_wer=0.5), "fast") == CheckerConfig(max_wer=0.5)
     with pytest.raises(ValueError):
         CheckerConfig(max_internal_silence_s=0)

@@ -112,9 +112,14 @@ def test_report_says_which_checker_ran(voice_dir, monkeypatch) -> None:
     rec = Recorder()
     monkeypatch.setattr(audiopd.checker, "score", rec)
     tts = audiopd.load()
-    assert tts.synthesize(TEXT, mode="auto", seed=0).report["checker"] == "default"
-    assert rec.configs == [None]  # score's own default, CheckerConfig()
-    assert tts.synthesize(TEXT, mode="parallel", seed=0).report["checker"] is None  # not checked
+    report = tts.synthesize(TEXT, mode="auto", seed=0).report
+    assert report["checker"] == "default" and report["check_level"] == "fast"
+    assert rec.configs == [CheckerConfig()]  # score's own default
+    report = tts.synthesize(TEXT, mode="auto", seed=0, check_level="thorough").report
+    assert report["check_level"] == "thorough"
+    assert rec.configs[-1] == CheckerConfig(recognizer="sphinx", asr="always")
+    unchecked = tts.synthesize(TEXT, mode="parallel", seed=0).report
+    assert unchecked["checker"] is None and unchecked["check_level"] is None  # not checked
     tts.checker = Recorder()
     assert tts.synthesize(TEXT, mode="auto", seed=0).report["checker"] == "custom"
     # Setting a config later takes effect at once (the default checker is not cached).
