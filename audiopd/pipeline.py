@@ -199,11 +199,13 @@ class Synthesizer:
                             auto=self.config.auto, cost=self.cost, checker=checker)
         deadline = None if time_budget_s is None else t_start + time_budget_s
         outcomes = {}
+        total_frames = max(1, sum(it.frames for it in items))
         for g, group in enumerate(self._groups(items, None if mode == "serial" else self.config.max_padding)):
             members = [items[i] for i in group]
             cond = self._condition(members)
             out = renderer.render_group(members, cond, mode=mode, steps=steps, seed=seed, group=g,
-                                        checking=checking, deadline=deadline)
+                                        checking=checking, deadline=deadline,
+                                        floor_share=sum(it.frames for it in members) / total_frames)
             outcomes.update({id(items[i]): out for i in group})
         wall = time.perf_counter() - t_start
         meta = {"voice": self._speaker_name(speaker), "seed": seed, "requested_mode": mode, "speed": speed,

@@ -160,7 +160,7 @@ def test_unspeakable_text_raises_a_clear_error(tts, text: str) -> None:
 
 
 @pytest.mark.parametrize("kwargs", [{"mode": "fast"}, {"steps": 0}, {"steps": 2.5}, {"seed": -1},
-                                    {"speed": 0.0}, {"speed": 10.0}, {"time_budget_s": 0}])
+                                    {"speed": 0.0}, {"speed": 10.0}, {"time_budget_s": 0}, {"check_level": "quick"}])
 def test_bad_options_are_rejected(tts, kwargs) -> None:
     with pytest.raises(SynthesisOptionError):
         tts.synthesize(TEXT, **kwargs)

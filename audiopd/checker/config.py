@@ -1,7 +1,25 @@
 """Checker thresholds, each documented with what it measures and how it was calibrated.
 
-Calibration set (``python -m audiopd.eval.checker_bench --split calib``): flite renderings
-(voices slt, rms, awb, kal16 in turn) of fortune-file sentences of 7-22 words in the
+Two listeners align the intended phones with the audio (``recognizer``):
+
+* ``"ctc"`` (the default, the "fast" check level): the small CTC phone recogniser ``checkers/phones16k``
+  (``audiopd.checker.phones``; findings in ``audiopd.checker.ctc``). Its thresholds (``max_ctc_gap``,
+  ``max_phone_deletions``, ``max_phone_insertions``, ``max_per``) were set on the calibration split, sentences the
+  recogniser never heard (recipes/checker):
+
+      python -m audiopd.eval.checker_bench --split calib --n 80 --checker-asr never
+
+  80 flite clips (slt, rms, awb, kal16 in turn), clean and with every fault of ``audiopd.eval.faults``. Clean
+  worst -> default: gap 1.82 -> 2.5, unheard phones in 12 edits 2 -> 4, extra phones 2 -> 3, phone error rate
+  0.20 -> 0.4; on that set 0/80 false alarms and 80/80 of every fault. The shipped voice's own output gets its own
+  (``voices/default/checker.yaml``). The measured figures on unseen sentences: samples/report.md, "The fast
+  checker".
+* ``"sphinx"`` (the "thorough" level, ``at_level(config, "thorough")``): PocketSphinx forced alignment, and
+  recognition on every clip. About 30x the cost of the phone recogniser; its thresholds below
+  (``min_window_score`` ... ``max_wer``) were calibrated as follows.
+
+PocketSphinx calibration set (``python -m audiopd.eval.checker_bench --split calib --recognizer sphinx``): flite
+renderings (voices slt, rms, awb, kal16 in turn) of fortune-file sentences of 7-22 words in the
 *calibration* split (a content hash sends one sentence in four there): 40 clips, each clean and
 with every fault of ``audiopd.eval.faults`` (320 clips), plus 120 more clean clips (offset 60) for
 the false-alarm tail. Each threshold sits beyond the worst clean value seen, with a margin;
@@ -9,7 +27,7 @@ figures below are "clean worst -> faulty typical" on that set. With these defaul
 calibration set gives 0/160 false alarms and 100% detection of every fault type; the benchmark
 (default split, sentences never used here) measures what holds on unseen text:
 
-    python -m audiopd.eval.checker_bench --n 40  (320 clips, 4 voices, 1,301 s of audio)
+    python -m audiopd.eval.checker_bench --n 40 --recognizer sphinx  (320 clips, 4 voices, 1,301 s of audio)
     asr="borderline" (default): false alarms 1/40 (2.5%), detection 100% for each of the 7 faults,
                                 checker RTF 0.045 (recognition ran on 4 of 40 clean clips)
     asr="always":               false alarms 2/40 (5.0%), detection 100%, RTF 0.46
@@ -58,12 +76,13 @@ class CheckerConfig:
     # CTC phone recogniser checks (audiopd.checker.ctc): the worst 0.3 s mean gap between the best and the
     # aligned phone's log-posterior; unheard / extra phones of greedy decoding among any ``phone_edit_window``
     # consecutive edit operations against the intended phones; the phone error rate.
+    # Defaults calibrated on teacher audio (flite, see the module doc); a voice's checker.yaml sets its own.
     ctc_window_s: float = 0.30
-    max_ctc_gap: float = 3.0
-    max_phone_deletions: int = 6
-    max_phone_insertions: int = 6
-    phone_edit_window: int = 12
-    max_per: float = 0.6
+    max_ctc_gap: float = 2.5  # clean worst 1.82; skips, swaps, truncations and silences typically 3-9
+    max_phone_deletions: int = 4  # clean worst 2; skips and silences typically 6-10
+    max_phone_insertions: int = 3  # clean worst 2; repeats typically 5-9
+    phone_edit_window: int = 12  # about a second of speech at 12-15 phones per second
+    max_per: float = 0.4  # clean worst 0.20; another sentence's audio 0.8-1.0
 
     # --- forced alignment (PocketSphinx, phone level; recognizer="sphinx") ---
     # Worst mean per-frame acoustic score over any 0.3 s window of the aligned phones. A skipped,

@@ -20,18 +20,21 @@ import numpy as np
 import torch
 
 
-def load_shards(root: Path):
+def load_shards(root: Path, exclude: tuple[str, ...] = ()):
+    """(train, held-out) (log-mel, labels) pairs; ``exclude``: source kinds to leave out (e.g. "voice")."""
     train, held = [], []
     for path in sorted((root / "shards").glob("[0-9]*.npz")):
         if ".tmp" in path.name:
             continue
         with np.load(path) as z:  # each z[key] access re-reads the array: read each once
-            feats, labels, ids = z["feats"], z["labels"], z["ids"]
+            feats, labels, ids, sources = z["feats"], z["labels"], z["ids"], z["sources"]
             fo = np.concatenate([[0], np.cumsum(z["feat_lengths"])])
             lo = np.concatenate([[0], np.cumsum(z["label_lengths"])])
         for k, uid in enumerate(ids):
             item = (feats[fo[k]:fo[k + 1]], labels[lo[k]:lo[k + 1]].astype(np.int64))
             if len(item[1]) == 0 or (len(item[0]) + 1) // 2 < len(item[1]):
+                continue
+            if str(sources[k]).split(":")[0] in exclude:
                 continue
             (held if hashlib.sha1(str(uid).encode()).digest()[0] < 8 else train).append(item)
     return train, held
@@ -130,19 +133,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--frames", type=int, default=12000, help="padded feature frames per batch")
     p.add_argument("--save-min", type=float, default=4.0)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--exclude-sources", default="voice",
+                   help="comma-separated source kinds left out of training (default: voice; '' keeps all)")
+    p.add_argument("--ckpt", default="ckpt", help="checkpoint directory under DATA (default: ckpt)")
     args = p.parse_args(argv)
     from audiopd.checker.phones import PhoneRecognizer
 
     torch.set_num_threads(args.threads)
     root = Path(args.data)
-    train, held = load_shards(root)
+    exclude = tuple(x for x in args.exclude_sources.split(",") if x)
+    train, held = load_shards(root, exclude)
     hours = sum(len(f) for f, _ in train) / 100 / 3600
     print(f"{len(train)} training clips ({hours:.2f} h), {len(held)} held out", flush=True)
     torch.manual_seed(0)
     model = PhoneRecognizer()
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
-    ckpt = root / "ckpt"
+    ckpt = root / args.ckpt
     state = restore(ckpt, model, opt)
+    state["exclude_sources"] = list(exclude)
     ctc = torch.nn.CTCLoss(blank=0, zero_infinity=True)
     rng = np.random.default_rng(state["step"])
     start = last_save = time.monotonic()

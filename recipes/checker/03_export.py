@@ -16,14 +16,16 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", required=True)
     p.add_argument("--out", required=True, help="artifact directory to (re)write")
+    p.add_argument("--ckpt", default="ckpt", help="checkpoint directory under DATA (default: ckpt)")
     args = p.parse_args(argv)
     from safetensors.torch import load_file
 
     from audiopd.checker.phones import PhoneRecognizer, save_recognizer
 
     root = Path(args.data)
-    state = json.loads((root / "ckpt" / "state.json").read_text())
-    tensors = load_file(str(root / "ckpt" / "last.safetensors"))
+    state = json.loads((root / args.ckpt / "state.json").read_text())
+    tensors = load_file(str(root / args.ckpt / "last.safetensors"))
+    exclude = set(state.get("exclude_sources", []))
     model = PhoneRecognizer()
     model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
     counts: dict[str, int] = {}
@@ -32,14 +34,16 @@ def main(argv: list[str] | None = None) -> int:
         if ".tmp" in shard.name:
             continue
         z = np.load(shard)
-        seconds += float(z["feat_lengths"].sum()) / 100
-        for src in z["sources"]:
+        for src, n in zip(z["sources"], z["feat_lengths"]):
             key = str(src).split(":")[0]
+            if key in exclude:
+                continue
             counts[key] = counts.get(key, 0) + 1
+            seconds += float(n) / 100
     last = state["log"][-1]
     info = {"recipe": "recipes/checker (01_clips, 02_train, 03_export)", "step": state["step"],
             "held_out_phone_error_rate": round(last["held_per"], 4), "training_hours": round(seconds / 3600, 2),
-            "clips_by_source": counts}
+            "clips_by_source": counts, "excluded_sources": sorted(exclude)}
     out = save_recognizer(model.eval(), args.out, info=info)
     print(f"wrote {out}: {json.dumps(info)}")
     return 0
