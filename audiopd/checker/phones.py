@@ -2,7 +2,7 @@
 
 It hears the delivered audio itself (log-mel at 16 kHz, 100 frames/s), so it judges exactly what the user will
 hear, teacher recordings and injected faults included, and costs a few MFLOP per second of audio: a pass of a
-0.85 M-parameter convolutional encoder (depthwise-separable, QuartzNet/Conformer-style blocks) at 50 frames/s,
+0.86 M-parameter convolutional encoder (depthwise-separable, QuartzNet/Conformer-style blocks) at 50 frames/s,
 far below the decoder's own cost (the issue's budget: checker RTF <= 0.01 at 2 threads). Its output is per-frame
 log-posteriors over the 39 ARPAbet base phones plus the CTC blank; ``audiopd.checker.ctc`` turns them into an
 alignment against the intended phones and into the checker's findings.
@@ -25,6 +25,7 @@ import yaml
 from torch import nn
 
 from audiopd import artifacts
+from audiopd.config import from_dict
 from audiopd.errors import ArtifactError
 from audiopd.text.symbols import CONSONANTS, SYMBOLS, VOWELS, base_phone, is_phone
 
@@ -48,14 +49,6 @@ class RecognizerConfig:
     kernel: int = 11
     ffn: int = 320
     dropout: float = 0.1
-
-    @classmethod
-    def from_dict(cls, raw: dict) -> RecognizerConfig:
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(raw) - known
-        if unknown:
-            raise ArtifactError(f"unknown recogniser config keys: {', '.join(sorted(unknown))}")
-        return cls(**raw)
 
 
 def labels_of_ids(ids: tuple[int, ...] | list[int]) -> list[tuple[int, int]]:
@@ -181,7 +174,7 @@ def load_recognizer(name: str | Path = DEFAULT_RECOGNIZER) -> PhoneRecognizer:
     artifacts.require_format_version(cfg.get("format_version"), FORMAT_VERSION, what="recogniser", where=str(d))
     if cfg.get("sample_rate") != SAMPLE_RATE or tuple(cfg.get("phones", ())) != PHONES:
         raise ArtifactError(f"{d}: recogniser rate or phone set differs from this version's")
-    model = PhoneRecognizer(RecognizerConfig.from_dict(cfg.get("model") or {}))
+    model = PhoneRecognizer(from_dict(RecognizerConfig, cfg.get("model") or {}, where=f"{d}/config.yaml:model"))
     try:
         model.load_state_dict(load_file(str(d / "model.safetensors")))
     except RuntimeError as exc:

@@ -3,7 +3,8 @@
     python -m audiopd.eval.checker_bench --voice default --n 40 --out bench.json
     python -m audiopd.eval.checker_calib bench.json [--broken-wer 0.5] [--asr whisper|pocketsphinx] [--json]
 
-For each alignment/ASR threshold (``min_window_score``, ``min_mean_score``,
+For each recogniser/alignment/ASR threshold (the phone recogniser's ``max_ctc_gap``, ``max_phone_deletions``,
+``max_phone_insertions``, ``max_per``; PocketSphinx's ``min_window_score``, ``min_mean_score``,
 ``max_unexplained_speech_s``, ``max_wer``) it sweeps the values that sit exactly on a *broken*
 clean clip's metric (outside WER > ``--broken-wer``) and reports, at each value, how many broken
 clips the threshold catches and the false-alarm rate on the *intelligible* clean clips (outside
@@ -36,6 +37,10 @@ from audiopd.text.wer import BROKEN_WER
 
 # CheckerConfig field -> the metric (and check name) it bounds.
 THRESHOLDS: dict[str, str] = {
+    "max_ctc_gap": "phone_window",
+    "max_phone_deletions": "phone_deletions",
+    "max_phone_insertions": "phone_insertions",
+    "max_per": "phone_error_rate",
     "min_window_score": "alignment_window",
     "min_mean_score": "alignment_mean",
     "max_unexplained_speech_s": "unexplained_speech",

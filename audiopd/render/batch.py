@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from audiopd.checker.config import CHECK_LEVELS
 from audiopd.errors import AudiopdError
 from audiopd.render.inputs import (FORMATS, MODES, SPEED_RANGE, InputError, Row, parse_shard, read_rows,
                                    select_shard)
@@ -43,6 +44,7 @@ class RenderOptions:
     steps: int | None = None
     seed: int | None = None
     speed: float = 1.0
+    check_level: str = "fast"
     format: str = "wav"
     decoder: str | None = None
     engine: str = "local"
@@ -61,6 +63,8 @@ class RenderOptions:
             raise RenderOptionError(f"--seed must be >= 0, got {self.seed}")
         if not SPEED_RANGE[0] <= self.speed <= SPEED_RANGE[1]:
             raise RenderOptionError(f"--speed must be in {SPEED_RANGE[0]}..{SPEED_RANGE[1]}, got {self.speed}")
+        if self.check_level not in CHECK_LEVELS:
+            raise RenderOptionError(f"--checker must be one of {', '.join(CHECK_LEVELS)}, got {self.check_level!r}")
         if self.format not in AUDIO_FORMATS:
             raise RenderOptionError(f"--format must be one of {', '.join(AUDIO_FORMATS)}, got {self.format!r}")
         if self.engine not in ENGINES:
@@ -75,7 +79,8 @@ class RenderOptions:
 
     @property
     def defaults(self) -> Settings:
-        return Settings(voice=self.speaker, mode=self.mode, steps=self.steps, seed=self.seed, speed=self.speed)
+        return Settings(voice=self.speaker, mode=self.mode, steps=self.steps, seed=self.seed, speed=self.speed,
+                        check_level=self.check_level)
 
 
 def check_decoder(decoder: str | None) -> None:
@@ -116,8 +121,11 @@ class Summary:
 def request_of(row: Row, options: RenderOptions) -> dict[str, Any]:
     """What was asked for a row: a rerun skips the row only if this is unchanged (and its file intact)."""
     s = row_settings(row, options.defaults)
-    return {"voice_spec": options.voice, "speaker": s.voice, "mode": s.mode, "steps": s.steps, "seed": s.seed,
-            "speed": s.speed, "format": options.format, "decoder": options.decoder or DEFAULT_DECODER}
+    request = {"voice_spec": options.voice, "speaker": s.voice, "mode": s.mode, "steps": s.steps, "seed": s.seed,
+               "speed": s.speed, "format": options.format, "decoder": options.decoder or DEFAULT_DECODER}
+    if s.check_level != "fast":  # recorded only when not the default, so manifests written before it stay valid
+        request["check_level"] = s.check_level
+    return request
 
 
 def _same_request(entry: dict[str, Any], row: Row, options: RenderOptions, voice_sha256: str | None) -> bool:
@@ -283,6 +291,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "of the default voice, or VOICE:SPEAKER; a row's 'voice' names a speaker of this voice")
     p.add_argument("--mode", choices=MODES, default="auto", help="decoding path for rows that name none "
                    "(default: auto, which checks every output)")
+    p.add_argument("--checker", choices=CHECK_LEVELS, default="fast",
+                   help="the check of auto mode: fast (a small phone recogniser) or thorough (PocketSphinx)")
     p.add_argument("--steps", type=int, default=None, metavar="K", help="level-0 step budget of parallel decoding")
     p.add_argument("--seed", type=int, default=0, metavar="N",
                    help="random seed for rows that name none (default: %(default)s, so a rerun reproduces a row)")
@@ -308,7 +318,8 @@ def run_command(args: argparse.Namespace, load_voice: Callable) -> int:
     shard = parse_shard(args.shard) if args.shard is not None else None
     kwargs = {} if args.decoder in (None, DEFAULT_DECODER) else {"decoder": args.decoder}
     options = RenderOptions(
-        voice=args.voice, mode=args.mode, steps=args.steps, seed=args.seed, speed=args.speed, format=args.format,
+        voice=args.voice, mode=args.mode, steps=args.steps, seed=args.seed, speed=args.speed,
+        check_level=args.checker, format=args.format,
         decoder=args.decoder, engine=args.engine, workers=args.workers, threads=args.threads,
         rows_per_call=args.batch_rows,
         manifest=MANIFEST if shard is None else f"manifest.shard-{shard[0]}-of-{shard[1]}.jsonl")

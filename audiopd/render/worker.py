@@ -48,6 +48,7 @@ class Settings:
     steps: int | None
     seed: int | None
     speed: float
+    check_level: str = "fast"  # the checker's level in auto mode (the command line's, for every row)
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ def row_settings(row: Row, defaults: Settings) -> Settings:
         steps=row.steps if row.steps is not None else defaults.steps,
         seed=row.seed if row.seed is not None else defaults.seed,
         speed=row.speed if row.speed is not None else defaults.speed,
+        check_level=defaults.check_level,
     )
 
 
@@ -116,7 +118,8 @@ class Worker:
         t0 = time.perf_counter()
         try:
             results = self.tts.synthesize_batch([r.text for r in batch.rows], voice=s.voice or self.speaker,
-                                                 mode=s.mode, steps=s.steps, seed=s.seed, speed=s.speed)
+                                                 mode=s.mode, steps=s.steps, seed=s.seed, speed=s.speed,
+                                                 check_level=s.check_level)
         except Exception as exc:  # noqa: BLE001  (isolated below; a bug is reported per row, not hidden)
             if len(batch.rows) > 1:
                 return [r for row in batch.rows for r in self.render(Batch(batch.number, s, (row,)))]

@@ -196,14 +196,15 @@ def test_deadline_stops_escalation(model) -> None:
     assert out.budget_exhausted and len(items[0].attempts) == 1
 
 
-def test_escalation_budget_prices_the_ladder_by_the_first_attempt(model) -> None:
-    # A checker that always fails and costs 200 ms a call (far more than the tiny model's decoding): the first
-    # attempt takes ~0.2 s, so an escalation budget of 1.5x leaves room for one or two more checked attempts,
-    # never the whole four-stage ladder.
-    def slow_failing(audio, sr, text, **kw):
-        time.sleep(0.2)
-        return {"passed": False, "score": 0.1, "reasons": ["x"], "bad_spans": [(0.0, 0.1)]}
+def slow_failing(audio, sr, text, **kw):
+    """A checker that always fails and costs 200 ms a call (far more than the tiny model's decoding)."""
+    time.sleep(0.2)
+    return {"passed": False, "score": 0.1, "reasons": ["x"], "bad_spans": [(0.0, 0.1)]}
 
+
+def test_escalation_budget_prices_the_ladder_by_the_first_attempt(model) -> None:
+    # The first attempt takes ~0.2 s, so an escalation budget of 1.5x leaves room for one or two more checked
+    # attempts, never the whole four-stage ladder.
     tight = AutoConfig(first_steps=4, escalate_steps=12, escalation_budget=1.5, escalation_floor_s=0.0)
     r, items, cond = _setup(model, [40], slow_failing, auto=tight)
     out = r.render_group(items, cond, mode="auto", steps=None, seed=0, group=0, checking=True, deadline=None)
@@ -214,19 +215,15 @@ def test_escalation_budget_prices_the_ladder_by_the_first_attempt(model) -> None
 
 
 def test_a_requests_batches_share_one_escalation_floor(model) -> None:
-    # No budget beyond the floor: a group holding all of the request's audio gets the whole 0.6 s floor (room for
-    # more checked attempts at 0.2 s each); a group holding a tenth of it gets 0.06 s, less than one attempt.
-    def slow_failing(audio, sr, text, **kw):
-        time.sleep(0.2)
-        return {"passed": False, "score": 0.1, "reasons": ["x"], "bad_spans": [(0.0, 0.1)]}
-
-    floor_only = AutoConfig(first_steps=4, escalate_steps=12, escalation_budget=0.0, escalation_floor_s=0.6)
+    # No budget beyond the floor: a group holding all of the request's audio gets the whole 1.5 s floor (room for
+    # more checked attempts at 0.2 s each); a group holding 2% of it gets 0.03 s, less than one attempt.
+    floor_only = AutoConfig(first_steps=4, escalate_steps=12, escalation_budget=0.0, escalation_floor_s=1.5)
     r, items, cond = _setup(model, [40], slow_failing, auto=floor_only)
     r.render_group(items, cond, mode="auto", steps=None, seed=0, group=0, checking=True, deadline=None)
     assert len(items[0].attempts) > 1
     r, items, cond = _setup(model, [40], slow_failing, auto=floor_only)
     out = r.render_group(items, cond, mode="auto", steps=None, seed=0, group=0, checking=True, deadline=None,
-                         floor_share=0.1)
+                         floor_share=0.02)
     assert out.budget_exhausted and len(items[0].attempts) == 1
 
 
