@@ -181,7 +181,8 @@ class Engine:
         try:
             # The facade's deadline stops auto mode's escalation when the next stage would overrun the budget.
             result = self.synth.synthesize(job.pieces[index], voice=req.voice or self.speaker, mode=req.mode,
-                                           steps=req.steps, seed=job.seed, speed=req.speed, time_budget_s=left)
+                                           steps=req.steps, seed=job.seed, speed=req.speed, time_budget_s=left,
+                                           check_level=req.check_level)
         finally:
             job.used_s += time.perf_counter() - t0
         audio, offset = self._shape(result.audio, result.sample_rate, first=spoken == 0,

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from audiopd.checker.config import CHECK_LEVELS  # torch-free
+
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 DEFAULT_MAX_CHARS = 5000
@@ -33,7 +35,7 @@ MAX_HEADER_CHARS = 4096
 # Field -> accepted JSON types. bool is a subclass of int in Python, so it is refused explicitly below.
 _FIELDS: dict[str, tuple[type, ...]] = {
     "text": (str,), "voice": (str,), "mode": (str,), "steps": (int,), "seed": (int,), "speed": (int, float),
-    "format": (str,),
+    "format": (str,), "checker": (str,),
 }
 
 
@@ -64,6 +66,7 @@ class SynthesisRequest:
     seed: int | None = None
     speed: float = 1.0
     format: str = "wav"
+    check_level: str = "fast"  # the request's "checker": the check of auto mode
 
 
 def parse_json_body(raw: bytes) -> dict[str, Any]:
@@ -115,9 +118,12 @@ def build_request(fields: dict[str, Any], *, voices: Sequence[str], max_chars: i
     fmt = fields.get("format") or "wav"
     if fmt not in FORMATS:
         raise RequestError(400, f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    level = fields.get("checker") or "fast"
+    if level not in CHECK_LEVELS:
+        raise RequestError(400, f"checker must be one of {', '.join(CHECK_LEVELS)}, got {level!r}")
     speed = check_numbers(fields)
     return SynthesisRequest(text=text, voice=voice, mode=mode, steps=fields.get("steps"), seed=fields.get("seed"),
-                            speed=1.0 if speed is None else float(speed), format=fmt)
+                            speed=1.0 if speed is None else float(speed), format=fmt, check_level=level)
 
 
 def check_numbers(fields: dict[str, Any]) -> float | None:
@@ -163,7 +169,7 @@ def plain(obj: Any) -> Any:
 
 
 # The header keeps the summary fields; per-attempt and per-chunk detail lives in format=json.
-_HEADER_KEYS = ("voice", "seed", "requested_mode", "mode", "first_path", "steps", "forward_passes",
+_HEADER_KEYS = ("voice", "seed", "requested_mode", "mode", "first_path", "check_level", "steps", "forward_passes",
                 "audio_seconds", "wall_seconds", "chunks", "speed", "budget_exhausted", "checker", "warnings")
 
 

@@ -32,6 +32,7 @@ def test_defaults_and_full_requests() -> None:
     assert req == SynthesisRequest("Hi.", "bob", "serial", 4, 0, 2.0, "json") and isinstance(req.speed, float)
     # An explicit null means the default.
     assert build_request({"text": "Hi.", "mode": None, "speed": None}, voices=VOICES, max_chars=10).mode == "auto"
+    assert build_request({"text": "Hi.", "checker": "thorough"}, voices=VOICES, max_chars=10).check_level == "thorough"
 
 
 @pytest.mark.parametrize("fields, status, needle", [
