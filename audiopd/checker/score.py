@@ -3,7 +3,7 @@
 Four groups of checks (thresholds and their calibration: ``audiopd.checker.config``):
 
 (a) forced alignment of the intended phones: by default with the small CTC phone recogniser
-    (``audiopd.checker.phones``/``ctc``: alignment gap windows, runs of unheard or extra phones, phone error
+    (``audiopd.checker.phones``/``ctc``: alignment gap windows, dense unheard or extra phones, phone error
     rate), or with PocketSphinx (``recognizer="sphinx"``, the thorough option: per-word scores, poorly aligned
     windows, speech the text does not account for, or no alignment at all);
 (b) free recognition against the normalised text: runs of unheard or extra words, WER;
