@@ -1,7 +1,7 @@
 """What the phone recogniser's posteriors say about a clip: small pure functions over log-posteriors [T, C].
 
 Two views of the same posteriors, as PocketSphinx's forced alignment and free recognition gave before
-(``audiopd.checker.speech``), at a hundredth of their cost:
+(``audiopd.checker.speech``), at about a fiftieth of their cost (samples/report.md, "The fast checker"):
 
 * forced alignment of the intended phones (CTC Viterbi, blank = 0): where each phone sits, and per frame the
   *gap* between the best class's log-posterior and the aligned one's (a goodness-of-pronunciation score,
