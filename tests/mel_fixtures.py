@@ -1,4 +1,7 @@
-"""Tiny deterministic mel-codec artifacts built in code: seeded codebooks, a 2-block fast vocoder, no fitting."""
+"""Tiny deterministic mel-codec artifacts built in code: seeded codebooks, a 2-block fast vocoder, no fitting.
+
+Importable from any test module (pytest puts ``tests/`` on ``sys.path`` for its conftest.py), like world_fixtures.
+"""
 
 from __future__ import annotations
 
