@@ -132,12 +132,15 @@ class FastVocoder(nn.Module):
         mag = torch.exp(log_mag).clamp(max=1e2)
         return torch.complex(mag * torch.cos(phase), mag * torch.sin(phase))
 
-    def forward(self, mel: torch.Tensor) -> torch.Tensor:
-        spec = self.spectrum(mel)
+    def waveform(self, spec: torch.Tensor) -> torch.Tensor:
+        """Complex STFT ``[B, bins, T]`` -> audio ``[B, T * hop]``."""
         # One more frame (a copy of the last) makes the centred iSTFT exactly T * hop samples long, frame t
         # centred on sample t * hop as in the analysis.
         spec = torch.cat([spec, spec[..., -1:]], dim=-1)
         return torch.istft(spec, self.n_fft, self.hop, self.n_fft, window=self.window, center=True)
+
+    def forward(self, mel: torch.Tensor) -> torch.Tensor:
+        return self.waveform(self.spectrum(mel))
 
 
 def new_fast(cfg: MelCodecConfig) -> FastVocoder:

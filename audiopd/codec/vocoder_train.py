@@ -4,8 +4,11 @@ Target: the original natural waveform of each fitting utterance (not a teacher v
 its log-mel, or with probability ``quantized_p`` the same mel passed through the codec's residual VQ, so the
 vocoder learns the mels it will be given at synthesis. Losses (HiFi-GAN's mel L1, Kong et al. 2020, plus the
 multi-resolution STFT loss of Parallel WaveGAN, Yamamoto et al. 2020): ``mel_weight`` x L1 of log-mels +
-spectral convergence and log-magnitude L1 at three STFT resolutions. No adversarial phase yet: Vocos (Siuzdak
-2023) adds multi-period and multi-resolution discriminators once the reconstruction phase has converged.
+spectral convergence and log-magnitude L1 at three STFT resolutions, and ``phase_weight`` x APNet's anti-wrapping
+phase losses (Ai & Ling 2023: instantaneous phase, group delay, instantaneous angular frequency) between the
+predicted phase and the natural waveform's, weighted by the natural magnitude: magnitude losses alone leave the
+phase of an iSTFT vocoder unconstrained. No adversarial phase yet: Vocos (Siuzdak 2023) adds multi-period and
+multi-resolution discriminators once the reconstruction phase has converged.
 
 A run is a directory: ``model.safetensors``, ``optim.safetensors`` (AdamW's moments, by parameter name) and
 ``state.json`` (step, seconds trained, loss history), written every ``checkpoint_every_s`` and at the end, each file
@@ -38,6 +41,7 @@ class TrainConfig:
     lr: float = 5e-4
     weight_decay: float = 0.01
     mel_weight: float = 1.0
+    phase_weight: float = 0.3
     quantized_p: float = 0.5
     max_steps: int = 1_000_000
     max_seconds: float = 0.0  # stop after this much training time in this run (0 = no limit)
@@ -113,6 +117,25 @@ class Losses(nn.Module):
         total = mel_weight * mel + (sc + mag) / k
         return total, {"mel_l1": mel.item(), "sc": sc.item() / k, "logmag": mag.item() / k}
 
+    def phase(self, spec_hat: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, float]:
+        """APNet's three anti-wrapping phase losses between ``spec_hat`` ``[B, bins, T]`` and ``y``'s STFT at the
+        vocoder's own resolution, each a magnitude-weighted mean; returns (sum, its value)."""
+        c = self.cfg
+        ref = torch.stft(y, c.n_fft, c.hop, c.n_fft, window=getattr(self, f"win{c.n_fft}"), center=True,
+                         return_complex=True)[..., : spec_hat.shape[-1]]
+        w = ref.abs()
+        w = w / w.mean().clamp(min=1e-7)
+        p_hat, p = torch.angle(spec_hat), torch.angle(ref)
+
+        def aw(x: torch.Tensor) -> torch.Tensor:  # distance to the nearest multiple of 2 pi
+            return (x - 2 * torch.pi * torch.round(x / (2 * torch.pi))).abs()
+
+        ip = (aw(p_hat - p) * w).mean()
+        gd = (aw(torch.diff(p_hat, dim=1) - torch.diff(p, dim=1)) * w[:, 1:]).mean()
+        iaf = (aw(torch.diff(p_hat, dim=2) - torch.diff(p, dim=2)) * w[..., 1:]).mean()
+        total = ip + gd + iaf
+        return total, total.item()
+
 
 # ------------------------------------------------------------------------------------------- checkpoints
 
@@ -172,7 +195,11 @@ def train(corpus: Corpus, run: Path, tc: TrainConfig, log: Callable[[str], None]
     model.train()
     while state["step"] < tc.max_steps:
         mel, y = corpus.batch(rng, tc)
-        loss, parts = losses(model(mel), y, tc.mel_weight)
+        spec = model.spectrum(mel)
+        loss, parts = losses(model.waveform(spec), y, tc.mel_weight)
+        if tc.phase_weight:
+            phase, parts["phase"] = losses.phase(spec, y)
+            loss = loss + tc.phase_weight * phase
         opt.zero_grad(set_to_none=True)
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), 10.0)

@@ -45,7 +45,7 @@ def test_training_lowers_the_loss_and_resumes(corpus: Corpus, tmp_path) -> None:
     state = train(corpus, run, tc, log=lambda m: None)
     assert state["step"] == 30 and (run / "model.safetensors").is_file()
     hist = state["history"]
-    assert len(hist) == 3 and hist[-1]["logmag"] < hist[0]["logmag"]
+    assert len(hist) == 3 and hist[-1]["logmag"] < hist[0]["logmag"] and "phase" in hist[0]
     more = train(corpus, run, TrainConfig(segment_frames=8, batch=4, max_steps=40, log_every=10), log=lambda m: None)
     assert more["step"] == 40 and len(more["history"]) == 4
     saved = json.loads((run / "state.json").read_text())
