@@ -48,15 +48,14 @@ def stage_args(description: str, argv: list[str] | None = None, extra=None) -> a
 
 def plan(rows: list[nc.TextRow], *, joe_fit: int, kokoro_fit: int, heldout: int) -> list[Job]:
     """Held-out first (test split, voices in turn, so every voice gets a share), then the fitting set: ``joe_fit``
-    train sentences by Piper joe, then ``kokoro_fit`` other train sentences per Kokoro voice."""
+    train sentences by Piper joe, then ``kokoro_fit`` other train sentences per Kokoro voice, voices in turn."""
     test = [r for r in rows if r.split == "test"][:heldout]
     train = [r for r in rows if r.split == "train"]
     jobs = [Job("heldout", HELDOUT_VOICES[i % len(HELDOUT_VOICES)], r.id, r.split, r.text) for i, r in enumerate(test)]
     jobs += [Job("fit", "piper:joe", r.id, r.split, r.text) for r in train[:joe_fit]]
-    rest = train[joe_fit:]
-    for k, voice in enumerate(FIT_KOKORO):
-        share = rest[k * kokoro_fit:(k + 1) * kokoro_fit]
-        jobs += [Job("fit", voice, r.id, r.split, r.text) for r in share]
+    # Voices in turn, each sentence once: a run stopped early still holds every Kokoro voice.
+    rest = train[joe_fit:joe_fit + kokoro_fit * len(FIT_KOKORO)]
+    jobs += [Job("fit", FIT_KOKORO[i % len(FIT_KOKORO)], r.id, r.split, r.text) for i, r in enumerate(rest)]
     return jobs
 
 
