@@ -30,6 +30,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -148,6 +149,7 @@ def evaluate(
     with_f0: bool = True,
     judge: judging.EvalJudge | None = None,
     voices: list[str] | None = None,
+    log: Callable[[str], None] | None = None,
 ) -> tuple[dict, list[dict]]:
     """Round-trip ``items`` (audio, text) through ``codec`` for each level count; return (original, rows).
 
@@ -163,7 +165,10 @@ def evaluate(
     world, mel = isinstance(codec, WorldCodec), isinstance(codec, MelCodec)
     if (world or mel) and with_vocoder:
         stats = {VOCODER: RoundTripStats(levels=VOCODER), **stats}
+    t_start = time.perf_counter()
     for n, (audio, text) in enumerate(items):
+        if log and n and n % 10 == 0:
+            log(f"{n}/{len(items)} items in {time.perf_counter() - t_start:.0f} s")
         voice = [voices[n]] if voices else []
         original.voices += voice
         ref_words = judge.words(text)
@@ -283,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     t = time.time()
     original, rows = evaluate(codec, [(a, txt) for a, txt, _ in items], levels, with_pesq=not args.no_pesq,
                               with_vocoder=not args.no_vocoder, with_f0=not args.no_f0, judge=judge,
-                              voices=[v for _, _, v in items])
+                              voices=[v for _, _, v in items], log=lambda m: print(m, file=sys.stderr, flush=True))
     print(f"{len(items)} held-out utterances, {sum(len(a) for a, _, _ in items) / codec.sample_rate:.0f} s audio, "
           f"codec {codec.name} (decoder {codec.decoder}, {args.threads} threads), {time.time() - t:.0f} s, "
           f"WER by {judge.asr}")

@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     args = cc.stage_args(__doc__.splitlines()[0], argv, extra)
     data = Path(args.data)
     from audiopd.codec.mel import FastVocoderConfig, MelCodecConfig, load_artifact, replace_config
-    from audiopd.codec.world_fit import write_codec_artifact
+    from audiopd.codec.world_fit import notes_marker, write_codec_artifact
     from audiopd.config import from_dict, to_dict
 
     books = fit(data, args, log=lambda m: print(m, flush=True))
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     if fast:
         cfg = replace_config(cfg, fast=from_dict(FastVocoderConfig, fast, where=f"{old}: fast"))
     readme = README.format(fps=cfg.frame_rate, q=cfg.num_codebooks, card=cfg.cardinality)
-    write_codec_artifact(out, cfg, books[: args.ship_levels], readme)
+    write_codec_artifact(out, cfg, books[: args.ship_levels], readme, notes_marker("recipes/codec/02_fit_rvq.py"))
     codec = load_artifact(out, to_dict(cfg))
     print(f"wrote {out}: {codec!r}, fingerprint {codec.token_fingerprint[:12]}")
     cc.mark_done(data, STAGE, {"levels": len(books), "ship_levels": args.ship_levels, "out": str(out)})

@@ -99,9 +99,13 @@ def test_fit_train_export_and_pareto(data: Path, tmp_path) -> None:
     assert train03.main(["--data", str(data), "--codec", str(art), "--export"]) == 0
     fast = load_codec(art, decoder="fast")
     assert fast.decoders == ("hq", "fast") and fast.decode(fast.encode(np.zeros(600, np.float32))).shape == (1, 768)
-    # A refit of the artifact keeps the exported vocoder.
+    # A refit of the artifact keeps the exported vocoder and the README's hand-written notes.
+    with open(art / "README.md", "a", encoding="utf-8") as f:
+        f.write("Measured: by hand.\n")
     assert fit02.main(["--data", str(data), "--ship-levels", "3", "--out", str(art), "--name", "mel-test"]) == 0
     assert load_codec(art).decoders == ("hq", "fast")
+    readme = (art / "README.md").read_text()
+    assert readme.count("Measured: by hand.") == 1 and "02_fit_rvq.py keeps them" in readme
     every = eval04.all_levels_artifact(data, art)
     assert load_codec(every, decoder="fast").num_codebooks == 3
     res = {"original": {"distillmos": 4.5, "wer": 1.0}, "judge": {"asr": "whisper"}, "items": 7, "threads": 2,
