@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from audiopd import __version__
-from audiopd.codec.registry import DEFAULT_CODEC
+from audiopd.codec.registry import DEFAULT_CODEC, add_decoder_argument
 from audiopd.errors import AudiopdError, UsageError
 from audiopd.fileio import check_writable_dir
 
@@ -117,6 +117,7 @@ def _roundtrip_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--levels", type=int, default=None, metavar="N", help="decode from the first N levels (default: all)"
     )
+    add_decoder_argument(p)
 
 
 @subcommand(
@@ -127,7 +128,7 @@ def _roundtrip_args(p: argparse.ArgumentParser) -> None:
 def cmd_codec_roundtrip(args: argparse.Namespace) -> int:
     from audiopd.codec.roundtrip import run_roundtrip
 
-    return run_roundtrip(args.inputs, args.outdir, args.codec, args.levels)
+    return run_roundtrip(args.inputs, args.outdir, args.codec, args.levels, args.decoder)
 
 
 # ------------------------------------------------------------------------------------- codec list
@@ -171,12 +172,13 @@ def _say_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--report", default=None, metavar="R.json", help="write the synthesis report as JSON")
     p.add_argument("--timestamps", default=None, metavar="OUT.srt|.vtt|.json", help="write word timestamps")
     p.add_argument("--strict", action="store_true", help="exit 1 when the delivered audio fails the check")
+    add_decoder_argument(p)
     _checker_arg(p)
 
 
 def _checker_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checker", choices=("fast", "thorough"), default="fast",
-                   help="fast: a small phone recogniser (default); thorough: PocketSphinx on every clip, ~30x the cost")
+                   help="fast: a small phone recogniser (default); thorough: PocketSphinx on every clip, ~50x the cost")
 
 
 def _read_text(words: list[str]) -> str:
@@ -196,7 +198,7 @@ def _read_text(words: list[str]) -> str:
 def _load_voice(spec: str | None, **load_kwargs):
     """--voice: a shipped voice's name or a directory path, VOICE:SPEAKER, or a speaker of the default voice.
 
-    ``load_kwargs`` go to ``audiopd.load`` (e.g. a decoder choice from `render --decoder`)."""
+    ``load_kwargs`` go to ``audiopd.load`` (e.g. ``decoder`` from ``--decoder``)."""
     import audiopd
     from audiopd.artifacts import find_artifact, looks_like_path
     from audiopd.errors import ArtifactError
@@ -244,7 +246,7 @@ def cmd_say(args: argparse.Namespace) -> int:
     from audiopd.render.report import report_json
 
     with _stdout_to_stderr(to_stdout) as stdout:
-        tts, speaker = _load_voice(args.voice)
+        tts, speaker = _load_voice(args.voice, decoder=args.decoder)
         result = tts.synthesize(text, voice=speaker, mode=args.mode, steps=args.steps, seed=args.seed,
                                 speed=args.speed, check_level=args.checker)
     written: list[Path] = []
@@ -348,6 +350,7 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
     from audiopd.eval.bench import add_arguments  # torch-free, so --help stays light
 
     add_arguments(p)
+    add_decoder_argument(p)
 
 
 @subcommand("bench", help="time parallel vs serial decoding of a voice at several lengths and batch sizes",
@@ -361,7 +364,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if target.is_dir():
             raise UsageError(f"--json {target} is a directory, not a file name")
         check_writable_dir(target.parent)
-    tts, speaker = _load_voice(args.voice)
+    tts, speaker = _load_voice(args.voice, decoder=args.decoder)
     return run_command(tts, speaker, args)
 
 

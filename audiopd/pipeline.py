@@ -210,7 +210,8 @@ class Synthesizer:
         wall = time.perf_counter() - t_start
         meta = {"voice": self._speaker_name(speaker), "seed": seed, "requested_mode": mode, "speed": speed,
                 "time_budget_s": time_budget_s, "cost_model": self.cost.source, "warnings": warnings,
-                "checker": checker_kind, "check_level": check_level if checking else None}
+                "checker": checker_kind, "check_level": check_level if checking else None, "codec": self.codec.name,
+                "decoder": self.codec.decoder}
         return [self._result(chunk_items, outcomes, meta, wall) for chunk_items in per_text]
 
     # ------------------------------------------------------------------------------------ helpers
@@ -390,16 +391,20 @@ def _check_compatible(model, codec: Codec) -> None:
 
 
 def load(voice: str | Path | Any | None = None, *, codec: str | Path | Codec | None = None,
-         config: SynthesisConfig | None = None) -> Synthesizer:
-    """Load a voice (a shipped name, a directory path such as ./myvoice, or a VoiceModel) and the codec it names."""
+         decoder: str | None = None, config: SynthesisConfig | None = None) -> Synthesizer:
+    """Load a voice (a shipped name, a directory path such as ./myvoice, or a VoiceModel) and the codec it names;
+    ``decoder`` picks the codec's decoder (e.g. "hq" or "fast"; None = the codec's default, "default" too)."""
     from audiopd.codec import load_codec
     from audiopd.model.voice import VoiceModel, load_voice
 
     model = voice if isinstance(voice, VoiceModel) else load_voice(voice or DEFAULT_VOICE)
+    decoder = None if decoder == "default" else decoder
     if codec is None:
         if not model.info.codec:
             raise ArtifactError("the voice names no codec; pass codec=... explicitly")
-        codec = load_codec(model.info.codec)
+        codec = load_codec(model.info.codec, decoder=decoder)
     elif not isinstance(codec, Codec):
-        codec = load_codec(codec)
+        codec = load_codec(codec, decoder=decoder)
+    else:
+        codec.select_decoder(decoder)
     return Synthesizer(model, codec, config=config)

@@ -226,7 +226,7 @@ def test_say_says_when_the_budget_cut_escalation(artifacts, tmp_path, capsys, mo
     tts = audiopd.load()
     res = tts.synthesize(TEXT, seed=0, time_budget_s=1e-6)
     assert any("time budget" in w for w in res.report["warnings"])
-    monkeypatch.setattr("audiopd.cli._load_voice", lambda spec: (tts, None))
+    monkeypatch.setattr("audiopd.cli._load_voice", lambda spec, **kw: (tts, None))
     monkeypatch.setattr(tts, "synthesize", lambda *a, **kw: res)
     assert main(["say", TEXT, "-o", str(tmp_path / "b.wav")]) == 0
     assert "warning: the time budget stopped escalation" in capsys.readouterr().err

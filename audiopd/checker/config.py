@@ -15,7 +15,7 @@ Two listeners align the intended phones with the audio (``recognizer``):
   for the shipped voice's own output (its checker.yaml says how it was checked). The measured figures on unseen
   sentences: samples/report.md, "The fast checker".
 * ``"sphinx"`` (the "thorough" level, ``at_level(config, "thorough")``): PocketSphinx forced alignment, and
-  recognition on every clip. About 30x the cost of the phone recogniser; its thresholds below
+  recognition on every clip. About 50x the cost of the phone recogniser; its thresholds below
   (``min_window_score`` ... ``max_wer``) were calibrated as follows.
 
 PocketSphinx calibration set (``python -m audiopd.eval.checker_bench --split calib --recognizer sphinx``): flite
@@ -58,7 +58,7 @@ from dataclasses import dataclass
 
 ASR_MODES = ("always", "borderline", "never")
 # "ctc": the small phone recogniser of audiopd.checker.phones (fast, the default); "sphinx": PocketSphinx forced
-# alignment, the thorough option (about 30x the cost; the checks and figures above were set with it).
+# alignment, the thorough option (about 50x the cost; the checks and figures above were set with it).
 RECOGNIZERS = ("ctc", "sphinx")
 # The checker's two levels: "fast" runs a config as given (the shipped voice's: the CTC recogniser, PocketSphinx
 # recognition only on borderline clips); "thorough" aligns with PocketSphinx and recognises every clip, with the

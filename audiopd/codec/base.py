@@ -29,6 +29,11 @@ class Codec(abc.ABC):
     # (thread-safe, no torch intra-op pool of its own): the renderer then decodes the chunks of a batch side
     # by side on the cores that token decoding just used. False = one after another.
     concurrent_decode: bool = False
+    # The ways this codec can turn tokens into audio, and the one ``decode`` uses now. A decoder never changes
+    # what tokens mean (the fingerprint leaves it out), only how they are rendered: a quality/speed choice made at
+    # load time (``load_codec(name, decoder=...)``) and recorded in every synthesis report.
+    decoders: tuple[str, ...] = ("default",)
+    decoder: str = "default"
 
     def encode(self, audio: np.ndarray) -> np.ndarray:
         """Audio ``[S]`` or ``[B, S]`` float at ``sample_rate`` -> int64 codes ``[B, Q, T]``."""
@@ -77,6 +82,22 @@ class Codec(abc.ABC):
 
     def _decode_split(self, codes: np.ndarray, parts: int) -> np.ndarray:
         return self._decode(codes[None])[0]
+
+    def select_decoder(self, name: str | None) -> Codec:
+        """Make ``name`` the decoder ``decode`` uses (None = keep the codec's default); an unknown name is an
+        ``ArtifactError`` listing the known ones."""
+        if name is None:
+            return self
+        if name not in self.decoders:
+            from audiopd.errors import ArtifactError
+
+            raise ArtifactError(f"codec {self.name!r} has no decoder {name!r} (known: {', '.join(self.decoders)})")
+        self._select_decoder(name)
+        self.decoder = name
+        return self
+
+    def _select_decoder(self, name: str) -> None:
+        """Adapter hook: prepare decoder ``name`` (load its weights) before it becomes the current one."""
 
     def num_frames(self, num_samples: int) -> int:
         """Frames produced for ``num_samples`` of audio."""

@@ -156,6 +156,8 @@ class EncodecCodec(Codec):
     sample_rate = SAMPLE_RATE
     frame_rate = FRAME_RATE
     cardinality = CARDINALITY
+    decoders = ("encodec",)  # EnCodec's own decoder network
+    decoder = "encodec"
 
     def __init__(self, model: Any, bandwidth: float = 6.0, name: str = "encodec24k"):
         self.num_codebooks = bandwidth_to_levels(bandwidth)

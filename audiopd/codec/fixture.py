@@ -75,6 +75,8 @@ class FixtureCodec(Codec):
     num_codebooks = NUM_LEVELS
     cardinality = CARDINALITY
     concurrent_decode = True  # numpy only, a fresh seeded generator per call
+    decoders = ("fixture",)
+    decoder = "fixture"
 
     def __init__(self, sample_rate: int = 16000, frame_rate: int = 100, seed: int = 0, name: str = "fixture"):
         if sample_rate <= 0 or frame_rate <= 0 or sample_rate % frame_rate:

@@ -21,6 +21,7 @@ Factory = Callable[[Path, dict], Codec]
 # torchaudio), and the adapters need not import this registry.
 _BUILTIN: dict[str, str] = {
     "world": "audiopd.codec.world",
+    "mel": "audiopd.codec.mel",
     "encodec": "audiopd.codec.encodec_adapter",
     "fixture": "audiopd.codec.fixture",
 }
@@ -48,8 +49,11 @@ def _factory(kind: object) -> Factory | None:
     return _REGISTERED.get(kind)
 
 
-def load_codec(name: str | Path = DEFAULT_CODEC) -> Codec:
-    """Load a codec by shipped artifact name or directory path (``artifacts.find_artifact``); verifies checksums."""
+def load_codec(name: str | Path = DEFAULT_CODEC, *, decoder: str | None = None) -> Codec:
+    """Load a codec by shipped artifact name or directory path (``artifacts.find_artifact``); verifies checksums.
+
+    ``decoder`` picks how tokens become audio (``Codec.decoders``; None = the codec's default); an unknown name is
+    an ``ArtifactError`` listing the known ones."""
     directory = artifacts.find_artifact("codecs", name)
     try:
         cfg = yaml.safe_load((directory / "config.yaml").read_text())
@@ -63,8 +67,14 @@ def load_codec(name: str | Path = DEFAULT_CODEC) -> Codec:
         known = ", ".join(sorted({*_BUILTIN, *_REGISTERED}))
         raise ArtifactError(f"{directory}: unknown codec kind {kind!r} (known: {known})")
     artifacts.verify_checksums(directory)
-    return factory(directory, cfg)
+    return factory(directory, cfg).select_decoder(decoder)
 
 
 def available_codecs() -> list[str]:
     return artifacts.available("codecs")
+
+
+def add_decoder_argument(parser) -> None:
+    """``--decoder`` of every command that synthesises (argparse; torch-free, so ``--help`` stays light)."""
+    parser.add_argument("--decoder", default=None, metavar="NAME", help="how the codec turns tokens into audio, "
+                        "e.g. hq or fast for a mel codec (default: the codec's own; recorded in the report)")

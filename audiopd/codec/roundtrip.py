@@ -8,12 +8,13 @@ from audiopd.errors import AudiopdError, UsageError
 from audiopd.fileio import check_writable_dir
 
 
-def run_roundtrip(inputs: list[str], outdir: str, codec_name: str, levels: int | None = None) -> int:
+def run_roundtrip(inputs: list[str], outdir: str, codec_name: str, levels: int | None = None,
+                  decoder: str | None = None) -> int:
     """Encode each input, decode it from the first ``levels`` levels, write OUTDIR/<name>.wav; print the paths."""
     from audiopd.audio import read_audio, write_audio
     from audiopd.codec import load_codec
 
-    codec = load_codec(codec_name)
+    codec = load_codec(codec_name, decoder=decoder)
     q = codec.num_codebooks
     levels = q if levels is None else levels
     if not 1 <= levels <= q:

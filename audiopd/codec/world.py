@@ -236,6 +236,8 @@ class WorldCodec(Codec):
 
     # numpy + pyworld, whose C synthesis releases the GIL (two threads decode two chunks in half the time here).
     concurrent_decode = True
+    decoders = ("world",)  # pyworld's synthesis, the one decoder
+    decoder = "world"
 
     def __init__(self, cfg: WorldCodecConfig, codebooks: np.ndarray) -> None:
         expected = (cfg.num_codebooks - 1, cfg.cardinality, cfg.vq_dims)

@@ -90,18 +90,29 @@ def fit_rvq(
 
 # The recipe generates a codec README's head; measurements written by hand go below this line, and a refit keeps
 # them (a refit from the same corpus and seed reproduces the codebooks they were measured on).
-NOTES_MARKER = "<!-- Notes below this line are written by hand; 05_fit_codec.py keeps them when it refits. -->"
+NOTES_PREFIX = "<!-- Notes below this line are written by hand"
 
 
-def merge_readme(generated: str, existing: str | None) -> str:
-    """The generated README head, the marker, then the hand-written notes of ``existing`` (if it has a marker)."""
+def notes_marker(stage: str) -> str:
+    """The marker line of a README whose head ``stage`` generates."""
+    return f"{NOTES_PREFIX}; {stage} keeps them when it refits. -->"
+
+
+NOTES_MARKER = notes_marker("05_fit_codec.py")
+
+
+def merge_readme(generated: str, existing: str | None, marker: str = NOTES_MARKER) -> str:
+    """The generated README head, ``marker``, then the hand-written notes of ``existing`` (below its marker line,
+    whichever stage's it names)."""
     notes = ""
-    if existing and NOTES_MARKER in existing:
-        notes = existing.split(NOTES_MARKER, 1)[1].lstrip("\n")
-    return f"{generated.rstrip()}\n\n{NOTES_MARKER}\n\n{notes}".rstrip() + "\n"
+    if existing and NOTES_PREFIX in existing:
+        rest = existing.split(NOTES_PREFIX, 1)[1]
+        notes = rest.split("-->", 1)[1].lstrip("\n") if "-->" in rest else ""
+    return f"{generated.rstrip()}\n\n{marker}\n\n{notes}".rstrip() + "\n"
 
 
-def write_codec_artifact(directory: Path, cfg: WorldCodecConfig, codebooks: np.ndarray, readme: str) -> Path:
+def write_codec_artifact(directory: Path, cfg: WorldCodecConfig, codebooks: np.ndarray, readme: str,
+                         marker: str = NOTES_MARKER) -> Path:
     """Write ``config.yaml``, the safetensors codebooks, README.md and SHA256SUMS into ``directory``.
 
     ``readme`` is the generated head; notes below ``NOTES_MARKER`` in an existing README.md are kept.
@@ -111,7 +122,7 @@ def write_codec_artifact(directory: Path, cfg: WorldCodecConfig, codebooks: np.n
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     old = directory / "README.md"
-    readme = merge_readme(readme, old.read_text(encoding="utf-8") if old.is_file() else None)
+    readme = merge_readme(readme, old.read_text(encoding="utf-8") if old.is_file() else None, marker)
     save_file(
         {"codebooks": np.ascontiguousarray(codebooks, dtype=np.float32)},
         str(directory / cfg.codebooks_file),

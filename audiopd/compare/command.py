@@ -1,7 +1,7 @@
 """Body of ``audiopd compare`` (the CLI registers it; argument parsing stays torch-free for ``--help``).
 
     audiopd compare TEXTS -o DIR [--voice V] [--voices rms,slt] [--modes parallel,serial,auto]
-        [--steps 1,2,3,4,8,16] [--seeds 0,1,2] [--decoder CODEC] [--asr whisper|pocketsphinx] [--threads N]
+        [--steps 1,2,3,4,8,16] [--seeds 0,1,2] [--codec CODEC] [--decoder NAME] [--asr whisper|pocketsphinx] [--threads N]
     audiopd compare --tally ANSWERS.json [...] -o DIR
     audiopd compare --merge REPORT_DIR REPORT_DIR [...] -o DIR
 
@@ -16,6 +16,7 @@ import signal
 import sys
 from pathlib import Path
 
+from audiopd.codec.registry import add_decoder_argument
 from audiopd.errors import AudiopdError
 
 
@@ -30,8 +31,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", default="1,2,3,4,8,16", metavar="K,K", help="parallel level-0 step budgets "
                    "(default: %(default)s)")
     p.add_argument("--seeds", default="0", metavar="N,N", help="synthesis seeds (default: %(default)s)")
-    p.add_argument("--decoder", default=None, metavar="CODEC",
+    p.add_argument("--codec", default=None, metavar="CODEC",
                    help="codec artifact that turns tokens into audio (default: the one the voice names)")
+    add_decoder_argument(p)
     p.add_argument("--asr", default="whisper", choices=("whisper", "pocketsphinx"), help="recogniser for WER")
     p.add_argument("--threads", type=int, default=None, metavar="N", help="torch and judge threads")
     p.add_argument("--audio-format", default="flac", choices=("flac", "ogg", "opus"),
@@ -128,14 +130,14 @@ def run_command(args: argparse.Namespace) -> int:
 
     if args.threads is not None:
         torch.set_num_threads(args.threads)
-    tts = audiopd.load(args.voice, codec=args.decoder)
+    tts = audiopd.load(args.voice, codec=args.codec, decoder=args.decoder)
     resolve_voices(tts, cfg.voices)
     judge = RealJudge(args.asr, threads=args.threads)
     # A plain `kill` (SIGTERM) then unwinds like Ctrl-C: run_compare removes its half-built folder.
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
         results = run_compare(tts, texts, cfg, judge, outdir, voice_name=args.voice or "default",
-                              decoder=args.decoder, log=lambda m: print(m, file=sys.stderr, flush=True))
+                              log=lambda m: print(m, file=sys.stderr, flush=True))
     finally:
         signal.signal(signal.SIGTERM, previous)
     s = results["summary"]

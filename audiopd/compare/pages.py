@@ -136,7 +136,7 @@ def write_index(results: dict[str, Any], details: list[dict], figures: dict[str,
     body = f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>audiopd compare</title>
 <style>{_CSS}</style></head><body>
 <h1>Parallel against serial decoding</h1>
-<p>Voice {escape(str(cfg.get('voice', '')))}, decoder {escape(str(cfg.get('decoder', '')))}, speakers
+<p>Voice {escape(str(cfg.get('voice', '')))}, codec {escape(str(cfg.get('codec', '')))} (decoder {escape(str(cfg.get('decoder', '')))}), speakers
 {escape(', '.join(sorted({u['voice'] for u in utts})))}, {cfg.get('texts', '?')} texts x seeds
 {escape(', '.join(map(str, cfg.get('seeds', ()))))}; judges {escape(str(cfg.get('judge', '')))}. Every clip was synthesised alone
 (batch 1) through the facade; wall seconds are that call's; intervals are paired bootstraps over (speaker, text),

@@ -239,7 +239,7 @@ def workload_map(tts, cfg: CompareConfig, *, log: Callable[[str], None] | None =
 
 
 def run_compare(tts, texts: Sequence[str], cfg: CompareConfig, judge: Judge, outdir: str | Path, *,
-                checker: Verdict | None = None, voice_name: str = "default", decoder: str | None = None,
+                checker: Verdict | None = None, voice_name: str = "default",
                 log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Build the whole report (results.json, index.html, listen.html, plots, clips) in DIR; return results."""
     from audiopd.compare import stats
@@ -254,7 +254,8 @@ def run_compare(tts, texts: Sequence[str], cfg: CompareConfig, judge: Judge, out
         t0 = time.perf_counter()
         utts, details = synthesize_all(tts, texts, cfg, judge, build, checker=checker, log=log)
         summary = stats.summarize(utts, [s for s, _, _ in cfg.systems()])
-        summary["config"] = {**asdict(cfg), "voice": voice_name, "decoder": decoder or tts.codec.name,
+        summary["config"] = {**asdict(cfg), "voice": voice_name, "codec": tts.codec.name,
+                             "decoder": tts.codec.decoder,
                              "judge": getattr(judge, "name", type(judge).__name__), "texts": len(texts)}
         costs = getattr(judge, "costs", None)
         cost = getattr(judge, "cost", None)

@@ -84,12 +84,9 @@ class RenderOptions:
 
 
 def check_decoder(decoder: str | None) -> None:
-    """``--decoder``: the shipped codec has one decoder today; a codec with fast and hq decoders
-    will widen this to what ``audiopd.load`` accepts."""
-    if decoder in (None, DEFAULT_DECODER):
-        return
-    raise RenderOptionError(f"--decoder {decoder!r}: this engine has one decoder set, {DEFAULT_DECODER!r}; "
-                            "no other can be selected")
+    """``--decoder``: a name, checked against the codec's decoders when the voice loads (``audiopd.load``)."""
+    if decoder is not None and not decoder.strip():
+        raise RenderOptionError("--decoder must name a decoder (e.g. hq or fast), not be empty")
 
 
 @dataclass
@@ -298,8 +295,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="random seed for rows that name none (default: %(default)s, so a rerun reproduces a row)")
     p.add_argument("--speed", type=float, default=1.0, metavar="S", help="speaking rate factor (default: 1.0)")
     p.add_argument("--format", choices=tuple(AUDIO_FORMATS), default="wav", help="audio file format (16-bit)")
-    p.add_argument("--decoder", default=None, metavar="D",
-                   help=f"decoder set of the voice (default: {DEFAULT_DECODER}; recorded in the manifest)")
+    p.add_argument("--decoder", default=None, metavar="NAME", help="how the codec turns tokens into audio, e.g. hq or "
+                   f"fast for a mel codec (default: {DEFAULT_DECODER}, the codec's own; recorded in the manifest)")
     p.add_argument("--engine", choices=ENGINES, default="local",
                    help="local: this machine; ray: a Ray actor pool (RAY_ADDRESS or a local instance)")
     p.add_argument("--workers", type=int, default=None, metavar="N", help="local: worker processes, each loading "

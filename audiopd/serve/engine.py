@@ -236,7 +236,8 @@ def merge(pieces: list[Piece], *, job: Job, sample_rate: int, wall_s: float) -> 
         "audio_seconds": round(audio.size / sample_rate, 4), "wall_seconds": round(wall_s, 4),
         "chunks": len(pieces), "time_budget_s": round(job.budget_s, 3),
         "budget_exhausted": any(r.get("budget_exhausted") for r in reports),
-        "checker": first.get("checker"), "warnings": sorted({w for r in reports for w in r.get("warnings", [])}),
+        "checker": first.get("checker"), "codec": first.get("codec"), "decoder": first.get("decoder"),
+        "warnings": sorted({w for r in reports for w in r.get("warnings", [])}),
         "check": check, "attempts": [{**a, "chunk": k} for k, r in enumerate(reports) for a in r["attempts"]],
     }
     return audio, words, report

@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from audiopd.codec.registry import add_decoder_argument
 from audiopd.serve.listen import bind
 from audiopd.serve.request import DEFAULT_HOST, DEFAULT_MAX_CHARS, DEFAULT_PORT
 
@@ -17,6 +18,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help="TCP port, 0 for any free one (default: %(default)s)")
     p.add_argument("--voice", default=None, help="voice artifact name or directory (default: default), a "
                    "speaker of the default voice, or VOICE:SPEAKER; requests may name another speaker")
+    add_decoder_argument(p)
     p.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS, metavar="N",
                    help="longest text accepted; longer requests get 413 (default: %(default)s)")
     p.add_argument("--threads", type=int, default=None, metavar="N", help="torch threads (default: torch's choice)")
@@ -34,7 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="another Origin whose pages may call the server (e.g. http://localhost:3000); repeatable")
 
 
-def run_command(args: argparse.Namespace, load_voice: Callable[[str | None], Any]) -> int:
+def run_command(args: argparse.Namespace, load_voice: Callable[..., Any]) -> int:
     """Validate, bind the port, then load the voice while serving (``load_voice``: the CLI's --voice loader)."""
     from audiopd.errors import UsageError
 
@@ -61,7 +63,7 @@ def run_command(args: argparse.Namespace, load_voice: Callable[[str | None], Any
         torch.set_num_threads(args.threads)
 
     def loader() -> tuple[Any, str | None, str]:
-        tts, speaker = load_voice(args.voice)
+        tts, speaker = load_voice(args.voice, decoder=args.decoder)
         return tts, speaker, voice_label(args.voice, speaker)
 
     return run(sock, loader, config)

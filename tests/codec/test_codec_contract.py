@@ -215,7 +215,7 @@ def test_codec_kinds_third_party_and_unknown(tmp_path, monkeypatch) -> None:
     (d / "config.yaml").write_text(yaml.safe_dump({**cfg, "kind": "mykind"}))
     write_checksums(d)
     monkeypatch.setenv("AUDIOPD_CODECS_PATH", str(tmp_path))
-    with pytest.raises(ArtifactError, match=r"unknown codec kind 'mykind' \(known: encodec, fixture, world\)"):
+    with pytest.raises(ArtifactError, match=r"unknown codec kind 'mykind' \(known: encodec, fixture, mel, world\)"):
         load_codec("other")
 
     seen: list[dict] = []

@@ -28,7 +28,7 @@ def test_cli_writes_the_report_and_prints_the_headline(tmp_path, fake_judges, ca
     texts = _texts(tmp_path, ["# a comment", "", *TEXTS[:2]])
     out = tmp_path / "rep"
     rc = main(["compare", str(texts), "-o", str(out), "--voices", "rms", "--steps", "2,1", "--seeds", "0",
-               "--bench-lengths", "0.3", "--bench-batch", "1,2", "--audio-format", "ogg", "--decoder", "fx"])
+               "--bench-lengths", "0.3", "--bench-batch", "1,2", "--audio-format", "ogg", "--codec", "fx"])
     assert rc == 0
     stdout = capsys.readouterr().out
     assert "parallel-k1" in stdout and "smallest K matching serial" in stdout
@@ -39,7 +39,8 @@ def test_cli_writes_the_report_and_prints_the_headline(tmp_path, fake_judges, ca
     assert {(c["k"], c["batch"]) for c in wl["cells"]} == {(1, 1), (1, 2), (2, 1), (2, 2)}
     assert all(c["serial_wins"] == (c["serial_s"] < c["parallel_s"]) for c in wl["cells"])
     assert (out / "plots" / "workload.png").is_file()
-    assert res["summary"]["config"]["texts"] == 2 and res["summary"]["config"]["decoder"] == "fx"
+    assert res["summary"]["config"]["texts"] == 2 and res["summary"]["config"]["codec"] == "fx"
+    assert res["summary"]["config"]["decoder"] == "fixture"
 
 
 @pytest.mark.parametrize("lines, extra, needle", [
@@ -55,7 +56,8 @@ def test_cli_writes_the_report_and_prints_the_headline(tmp_path, fake_judges, ca
     (["Fine.", "***"], [], "line 2"),
     (TEXTS, ["--asr", "google"], "invalid choice"),
     (TEXTS, ["--bench-batch", "0"], "--bench-batch"),
-    (TEXTS, ["--decoder", "no-such-codec"], "no-such-codec"),
+    (TEXTS, ["--codec", "no-such-codec"], "no-such-codec"),
+    (TEXTS, ["--decoder", "no-such-decoder"], "no decoder 'no-such-decoder'"),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, fake_judges, capsys, lines, extra,
                                                          needle) -> None:

@@ -63,3 +63,21 @@ def test_markdown_table_has_the_pitch_columns() -> None:
                 "f0_token_mean_abs_cents"):
         assert col in header
     assert table.splitlines()[3].startswith(f"| {VOCODER} | 2.0 |")
+
+
+def test_mel_codec_gets_a_vocoder_row_token_error_and_voices(tmp_path) -> None:
+    from mel_fixtures import chirp, write_mel_artifact
+
+    from audiopd.codec import load_codec
+    from audiopd.eval.judging import EvalJudge
+
+    judge = EvalJudge(lambda audio, sr: "a chirp", lambda audio, sr: {
+        "distillmos": 2.0 + float(np.abs(audio).max()), "dnsmos_ovrl": 1.0, "dnsmos_p808": 1.0})
+    codec = load_codec(write_mel_artifact(tmp_path / "m", default="fast"))
+    items = [(chirp(0.3), "a chirp"), (chirp(0.2), "a chirp")]
+    original, rows = evaluate(codec, items, [1, 4], with_pesq=False, with_f0=False, judge=judge, voices=["x", "y"])
+    assert [r["levels"] for r in rows] == [VOCODER, 1, 4]
+    voc, one, four = rows
+    assert voc["logmel_mae"] == 0.0 and four["logmel_mae"] < one["logmel_mae"]
+    assert set(original["distillmos_by_voice"]) == {"x", "y"} and voc["f0_mean_abs_cents"] is None
+    assert all(r["decode_rtf"] > 0 for r in rows)

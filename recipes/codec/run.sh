@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Rebuild the mel codec (codecs/mel22k): natural sentences -> renders -> RVQ -> fast vocoder -> evaluation.
+# Usage: recipes/codec/run.sh [DATA]   (DATA defaults to ./data/codec; PYTHON overrides the interpreter)
+# Needs the teachers, eval and hq extras and recipes/teachers/install.sh. Every stage resumes where it stopped.
+# Stage 03 trains for --hours per call (default here 1); rerun this script to train on, or run 03 alone in the
+# background (README.md). Stage 04 judges what exists (hq, and fast once exported with 03 --export).
+set -euo pipefail
+DATA="${1:-data/codec}"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+PY="${PYTHON:-python3}"
+export PYTHONPATH="$HERE/../..${PYTHONPATH:+:$PYTHONPATH}"
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
+"$PY" "$HERE/../natural/01_text.py" --data "$DATA"
+"$PY" "$HERE/01_render.py" --data "$DATA"
+"$PY" "$HERE/02_fit_rvq.py" --data "$DATA"
+"$PY" "$HERE/03_train_vocoder.py" --data "$DATA" --hours "${TRAIN_HOURS:-1}"
+"$PY" "$HERE/03_train_vocoder.py" --data "$DATA" --export
+"$PY" "$HERE/04_evaluate.py" --data "$DATA"

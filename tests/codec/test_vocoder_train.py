@@ -1,0 +1,55 @@
+"""The fast vocoder's training: segments line up with their audio, losses fall, a stopped run resumes exactly."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from mel_fixtures import chirp, write_mel_artifact
+
+from audiopd.codec import load_codec
+from audiopd.codec.mel_vocoders import new_fast, num_parameters
+from audiopd.codec.vocoder_train import Corpus, Losses, TrainConfig, load_checkpoint, train
+
+HOP = 256
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Corpus:
+    codec = load_codec(write_mel_artifact(tmp_path_factory.mktemp("c") / "mel-fx"))
+    return Corpus([chirp(0.5), chirp(0.2), chirp(0.05)], codec)
+
+
+def test_segments_are_aligned_and_padded(corpus: Corpus) -> None:
+    tc = TrainConfig(segment_frames=8, batch=16, quantized_p=0.0)
+    mel, audio = corpus.batch(np.random.default_rng(0), tc)
+    assert mel.shape == (16, 80, 8) and audio.shape == (16, 8 * HOP)
+    # Unquantised segments are slices of the analysis of their own audio: re-analysing agrees inside the segment.
+    losses = Losses(corpus.cfg)
+    remel = losses.log_mel(audio)[..., :8]
+    inner = (slice(None), slice(None), slice(2, 6))  # away from the segment's edges, where padding differs
+    assert torch.allclose(remel[inner], mel[inner], atol=1e-3)
+
+
+def test_default_fast_vocoder_is_about_a_million_parameters() -> None:
+    from audiopd.codec.mel import MelCodecConfig
+
+    assert 0.7e6 < num_parameters(new_fast(MelCodecConfig(name="x"))) < 1.5e6
+
+
+def test_training_lowers_the_loss_and_resumes(corpus: Corpus, tmp_path) -> None:
+    run = tmp_path / "run"
+    tc = TrainConfig(segment_frames=8, batch=4, lr=3e-3, max_steps=30, log_every=10, checkpoint_every_s=1e9)
+    state = train(corpus, run, tc, log=lambda m: None)
+    assert state["step"] == 30 and (run / "model.safetensors").is_file()
+    hist = state["history"]
+    assert len(hist) == 3 and hist[-1]["logmag"] < hist[0]["logmag"] and "phase" in hist[0]
+    more = train(corpus, run, TrainConfig(segment_frames=8, batch=4, max_steps=40, log_every=10), log=lambda m: None)
+    assert more["step"] == 40 and len(more["history"]) == 4
+    saved = json.loads((run / "state.json").read_text())
+    assert saved["step"] == 40 and saved["adam_step"] == 40
+    model = new_fast(corpus.cfg)
+    opt = torch.optim.AdamW(model.parameters())
+    assert load_checkpoint(run, model, opt)["step"] == 40 and len(opt.state) == len(list(model.parameters()))

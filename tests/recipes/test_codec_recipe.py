@@ -1,0 +1,114 @@
+"""The codec recipe (recipes/codec): the render plan's splits, resumable rendering with fake peers, RVQ fitting into
+an artifact that loads, a few vocoder steps exported into it, and the pareto table. No teacher or judge is needed."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "codec"
+
+
+def _load(filename: str, name: str):
+    spec = importlib.util.spec_from_file_location(name, RECIPE / filename)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+cc = _load("codec_common.py", "codec_common")
+render01 = _load("01_render.py", "codec_render01")
+fit02 = _load("02_fit_rvq.py", "codec_fit02")
+train03 = _load("03_train_vocoder.py", "codec_train03")
+eval04 = _load("04_evaluate.py", "codec_eval04")
+
+
+def _rows(n_test: int = 9, n_train: int = 40):
+    rows = [cc.nc.TextRow(f"t{i:02d}", "test", "short", f"Test {i}.", f"Test {i}.") for i in range(n_test)]
+    rows += [cc.nc.TextRow(f"r{i:02d}", "train", "short", f"Train {i}.", f"Train {i}.") for i in range(n_train)]
+    rows += [cc.nc.TextRow("d00", "dev", "short", "Dev.", "Dev.")]
+    return rows
+
+
+def test_plan_keeps_test_sentences_out_of_fitting_and_cycles_voices() -> None:
+    jobs = cc.plan(_rows(), joe_fit=5, kokoro_fit=2, heldout=9)
+    held = [j for j in jobs if j.set == "heldout"]
+    fit = [j for j in jobs if j.set == "fit"]
+    assert {j.split for j in held} == {"test"} and {j.split for j in fit} == {"train"}
+    assert [j.voice for j in held[:7]] == list(cc.HELDOUT_VOICES)
+    assert sum(j.voice == "piper:joe" for j in fit) == 5
+    kokoro = [j.id for j in fit if j.voice != "piper:joe"]
+    assert len(kokoro) == 2 * len(cc.FIT_KOKORO) == len(set(kokoro))  # every Kokoro voice its own sentences
+
+
+class FakePeer:
+    def __init__(self, name: str) -> None:
+        self.rate = 24000 if name.startswith("kokoro") else 22050
+        self.calls = 0
+
+    def synthesize(self, text: str):
+        self.calls += 1
+        t = np.arange(int(0.3 * self.rate)) / self.rate
+        f0 = 120.0 + 10 * len(text)
+        audio = sum(0.2 / k * np.sin(2 * np.pi * f0 * k * t) for k in range(1, 8)).astype(np.float32)
+        return audio, self.rate, None
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    import audiopd.eval.peers as peers
+
+    root = tmp_path_factory.mktemp("codec")
+    made: dict[str, FakePeer] = {}
+    jobs = cc.plan(_rows(n_train=60), joe_fit=30, kokoro_fit=2, heldout=7)
+    mp = pytest.MonkeyPatch()
+    mp.setattr(peers, "load_peer", lambda name, threads=1: made.setdefault(name, FakePeer(name)))
+    info = render01.render(root, jobs, 1, log=lambda m: None)
+    assert info["made"] == len(jobs) and info["failed"] == 0
+    again = render01.render(root, jobs, 1, log=lambda m: None)
+    mp.undo()
+    assert again["made"] == 0 and again["skipped"] == len(jobs)
+    return root
+
+
+def test_rendered_audio_is_at_the_codec_rate(data: Path) -> None:
+    rows = cc.read_manifest(data)
+    assert {r["set"] for r in rows} == {"fit", "heldout"}
+    kokoro = next(r for r in rows if r["voice"].startswith("kokoro"))
+    assert kokoro["source_rate"] == 24000
+    assert len(cc.load_audio(data, kokoro)) == pytest.approx(0.3 * 22050, abs=2)
+
+
+def test_fit_train_export_and_pareto(data: Path, tmp_path) -> None:
+    from audiopd.codec import load_codec
+
+    art = tmp_path / "mel-test"
+    assert fit02.main(["--data", str(data), "--levels", "3", "--cardinality", "8", "--iters", "2",
+                       "--ship-levels", "2", "--out", str(art), "--name", "mel-test"]) == 0
+    codec = load_codec(art)
+    assert (codec.num_codebooks, codec.cardinality, codec.decoders) == (2, 8, ("hq",))
+    curve = json.loads((data / "rvq" / "levels.json").read_text())
+    assert len(curve["validation"]) == 3 and curve["validation"][-1] <= curve["validation"][0]
+    assert train03.main(["--data", str(data), "--codec", str(art), "--steps", "2", "--batch", "2"]) == 0
+    assert train03.main(["--data", str(data), "--codec", str(art), "--export"]) == 0
+    fast = load_codec(art, decoder="fast")
+    assert fast.decoders == ("hq", "fast") and fast.decode(fast.encode(np.zeros(600, np.float32))).shape == (1, 768)
+    # A refit of the artifact keeps the exported vocoder and the README's hand-written notes.
+    with open(art / "README.md", "a", encoding="utf-8") as f:
+        f.write("Measured: by hand.\n")
+    assert fit02.main(["--data", str(data), "--ship-levels", "3", "--out", str(art), "--name", "mel-test"]) == 0
+    assert load_codec(art).decoders == ("hq", "fast")
+    readme = (art / "README.md").read_text()
+    assert readme.count("Measured: by hand.") == 1 and "02_fit_rvq.py keeps them" in readme
+    every = eval04.all_levels_artifact(data, art)
+    assert load_codec(every, decoder="fast").num_codebooks == 3
+    res = {"original": {"distillmos": 4.5, "wer": 1.0}, "judge": {"asr": "whisper"}, "items": 7, "threads": 2,
+           "rows": [{"levels": "vocoder", "distillmos": 4.4, "wer": 1.2, "decode_rtf": 0.2, "logmel_mae": 0.0}]}
+    table = eval04.pareto({"hq": res})
+    assert "| original | - | 4.5 | 1.0 |" in table and "| hq | vocoder | 4.4 | 1.2 | 0.2 | 0.0 |" in table
