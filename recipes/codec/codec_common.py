@@ -38,12 +38,7 @@ class Job:
 
 
 def stage_args(description: str, argv: list[str] | None = None, extra=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--data", default="data/codec", help="the recipe's data root (default: ./data/codec)")
-    parser.add_argument("--force", action="store_true", help="redo the stage even when it is marked done")
-    if extra is not None:
-        extra(parser)
-    return parser.parse_args(argv)
+    return nc.stage_args(description, argv, extra, default_data="data/codec")
 
 
 def plan(rows: list[nc.TextRow], *, joe_fit: int, kokoro_fit: int, heldout: int) -> list[Job]:

@@ -38,9 +38,11 @@ class TextRow:
     written: str
 
 
-def stage_args(description: str, argv: list[str] | None = None, extra=None) -> argparse.Namespace:
+def stage_args(description: str, argv: list[str] | None = None, extra=None, *,
+               default_data: str = "data/natural") -> argparse.Namespace:
+    """A stage's options: ``--data`` (its data root), ``--force``, and whatever ``extra(parser)`` adds."""
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--data", default="data/natural", help="natural corpus root (default: ./data/natural)")
+    parser.add_argument("--data", default=default_data, help=f"the recipe's data root (default: ./{default_data})")
     parser.add_argument("--force", action="store_true", help="redo the stage even when it is marked done")
     if extra is not None:
         extra(parser)

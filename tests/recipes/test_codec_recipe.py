@@ -3,23 +3,17 @@ an artifact that loads, a few vocoder steps exported into it, and the pareto tab
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "codec"
+from recipe_loader import load_stage
 
 
 def _load(filename: str, name: str):
-    spec = importlib.util.spec_from_file_location(name, RECIPE / filename)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_stage("codec", filename, name)
 
 
 cc = _load("codec_common.py", "codec_common")

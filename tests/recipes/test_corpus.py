@@ -5,23 +5,17 @@ The stages have numeric file names, so they are imported by path.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
-RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "corpus"
+from recipe_loader import load_stage
 
 
 def _load(filename: str, name: str):
-    spec = importlib.util.spec_from_file_location(name, RECIPE / filename)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
+    return load_stage("corpus", filename, name)
 
 
 sentences = _load("01_sentences.py", "corpus_stage01")

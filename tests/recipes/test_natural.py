@@ -6,26 +6,20 @@ peers' own tests cover real Kokoro and Piper synthesis).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "natural"
+from recipe_loader import load_stage
 
 
 def _load(filename: str, name: str):
-    spec = importlib.util.spec_from_file_location(name, RECIPE / filename)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_stage("natural", filename, name)
 
 
 text_stage = _load("01_text.py", "natural_stage01")
