@@ -23,17 +23,6 @@ import codec_common as cc  # noqa: E402
 STAGE = "01"
 
 
-def to_rate(audio: np.ndarray, rate: int) -> np.ndarray:
-    if rate == cc.SAMPLE_RATE:
-        return audio.astype(np.float32)
-    from math import gcd
-
-    from scipy.signal import resample_poly
-
-    g = gcd(cc.SAMPLE_RATE, rate)
-    return resample_poly(audio, cc.SAMPLE_RATE // g, rate // g).astype(np.float32)
-
-
 def render(data: Path, jobs: list[cc.Job], threads: int, log=print) -> dict:
     from audiopd.audio import write_audio
     from audiopd.eval.peers import load_peer
@@ -56,7 +45,7 @@ def render(data: Path, jobs: list[cc.Job], threads: int, log=print) -> dict:
             failed += 1
             log(f"FAILED {job.voice} {job.id}: {type(exc).__name__}: {exc}")
             continue
-        y = np.clip(to_rate(audio, rate), -1.0, 1.0)
+        y = np.clip(cc.to_rate(audio, rate), -1.0, 1.0)
         cc.wav_path(data, job).parent.mkdir(parents=True, exist_ok=True)
         wav = write_audio(cc.wav_path(data, job), y, cc.SAMPLE_RATE)
         seconds = round(len(y) / cc.SAMPLE_RATE, 4)

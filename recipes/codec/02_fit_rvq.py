@@ -1,6 +1,7 @@
 """Stage 02: fit the mel codec's residual-VQ codebooks on the fitting set -> DATA/rvq/ and the artifact directory.
 
-Every ``fit`` utterance of ``DATA/manifest.jsonl`` is analysed into log-mel frames (``audiopd.codec.mel``); every 20th
+Every ``fit`` utterance of ``DATA/manifest.jsonl`` (with ``--natural NDATA``, also every train-split utterance the
+natural corpus has rendered, resampled to 22,050 Hz) is analysed into log-mel frames (``audiopd.codec.mel``); every 20th
 utterance is held back as a validation set (never the test split: that is stage 04's). Up to ``--max-frames`` frames
 (a seeded sample) feed k-means RVQ (``audiopd.codec.world_fit.fit_rvq``: each level k-means on the residual of the
 levels before, ``--levels`` levels of ``--cardinality``). All fitted levels are kept in ``DATA/rvq/codebooks.safetensors``
@@ -55,7 +56,7 @@ def fit(data: Path, args, log=print) -> np.ndarray:
         log(f"{path} exists: reusing it (--force refits)")
         return load_file(str(path))["codebooks"]
     cfg = MelCodecConfig(name="fit")
-    rows = cc.read_manifest(data, "fit")
+    rows = cc.fit_rows(data, args.natural)
     valid = [r for i, r in enumerate(rows) if i % 20 == 19]
     train = [r for i, r in enumerate(rows) if i % 20 != 19]
     t = time.time()
@@ -95,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--iters", type=int, default=15, help="k-means iterations per level")
         p.add_argument("--max-frames", type=int, default=300_000, help="frames sampled for k-means")
         p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--natural", default=None, help="also fit on this natural corpus's train split (its DATA)")
         p.add_argument("--ship-levels", type=int, default=8, help="levels the artifact ships (Q)")
         p.add_argument("--name", default="mel22k")
         p.add_argument("--out", default=str(REPO / "codecs" / "mel22k"), help="artifact directory")

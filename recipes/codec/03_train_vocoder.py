@@ -1,7 +1,8 @@
 """Stage 03: train the mel codec's fast vocoder on the fitting set -> DATA/vocoder/ (resumable); --export ships it.
 
-Every ``fit`` utterance of ``DATA/manifest.jsonl`` (the same ones the RVQ was fitted on) is held in memory with its
-log-mel and that mel's RVQ reconstruction through the artifact's codebooks (``--codec``, default ``codecs/mel22k``);
+Every ``fit`` utterance of ``DATA/manifest.jsonl`` (the same ones the RVQ was fitted on; ``--natural NDATA`` adds
+the natural corpus's rendered train split) is held in memory with its log-mel and that mel's RVQ reconstruction
+through the artifact's codebooks (``--codec``, default ``codecs/mel22k``);
 ``audiopd.codec.vocoder_train`` trains on random 32-frame segments, checkpointing every ``--checkpoint-min`` minutes.
 Rerun the same command to go on from the last checkpoint (``--hours`` bounds one run; a kill loses at most one
 checkpoint interval). Run it in the background next to other work:
@@ -55,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--batch", type=int, default=8)
         p.add_argument("--lr", type=float, default=5e-4)
         p.add_argument("--quantized-p", type=float, default=0.5, help="share of segments fed RVQ-decoded mels")
+        p.add_argument("--natural", default=None, help="also train on this natural corpus's train split (its DATA)")
         p.add_argument("--max-utterances", type=int, default=0, help="use only the first N fitting utterances")
         p.add_argument("--threads", type=int, default=1, help="torch threads (default 1: a background job)")
         p.add_argument("--export", action="store_true", help="ship the last checkpoint in the artifact and exit")
@@ -72,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(args.threads)
     codec = load_codec(artifact)
-    rows = cc.read_manifest(data, "fit")
+    rows = cc.fit_rows(data, args.natural)
     if args.max_utterances:
         rows = rows[: args.max_utterances]
     corpus = Corpus([cc.load_audio(data, r) for r in rows], codec)

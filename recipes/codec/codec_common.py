@@ -78,10 +78,43 @@ def write_manifest(data: Path) -> int:
     return len(rows)
 
 
+def fit_rows(data: Path, natural: str | Path | None = None) -> list[dict]:
+    """The fitting set: ``DATA``'s ``fit`` rows, plus with ``natural`` every train-split utterance that the natural
+    corpus (``recipes/natural``, stage 02) has rendered so far. Its dev and test splits never join: the held-out set
+    is test-split sentences. A natural row carries its corpus root in ``root`` for ``load_audio``."""
+    rows = read_manifest(data, "fit")
+    if natural:
+        path = Path(natural) / "manifest.jsonl"
+        if not path.is_file():
+            raise SystemExit(f"{path} is missing: run recipes/natural/02_render.py --data {natural} first")
+        seen = {(r["id"], r["voice"]) for r in rows}
+        for line in path.read_text(encoding="utf-8").splitlines():
+            r = json.loads(line) if line.strip() else None
+            if r and r["split"] == "train" and (r["id"], r["voice"]) not in seen:
+                rows.append({**r, "set": "fit", "root": str(natural)})
+    return rows
+
+
+def to_rate(audio, rate: int):
+    """float32 audio at ``SAMPLE_RATE`` (polyphase; Kokoro's 24 kHz is 147/160 of it)."""
+    import numpy as np
+
+    if rate == SAMPLE_RATE:
+        return audio.astype(np.float32)
+    from math import gcd
+
+    from scipy.signal import resample_poly
+
+    g = gcd(SAMPLE_RATE, rate)
+    return resample_poly(audio, SAMPLE_RATE // g, rate // g).astype(np.float32)
+
+
 def load_audio(data: Path, row: dict):
-    """A manifest row's audio as float32 at ``SAMPLE_RATE``."""
+    """A manifest row's audio as float32 at ``SAMPLE_RATE`` (a natural-corpus row is resampled from its own rate)."""
     from audiopd.audio import read_audio
 
+    if "root" in row:
+        return to_rate(*read_audio(Path(row["root"]) / row["wav"]))
     return read_audio(Path(data) / row["wav"], expect_rate=SAMPLE_RATE)[0]
 
 

@@ -106,3 +106,22 @@ def test_fit_train_export_and_pareto(data: Path, tmp_path) -> None:
            "rows": [{"levels": "vocoder", "distillmos": 4.4, "wer": 1.2, "decode_rtf": 0.2, "logmel_mae": 0.0}]}
     table = eval04.pareto({"hq": res})
     assert "| original | - | 4.5 | 1.0 |" in table and "| hq | vocoder | 4.4 | 1.2 | 0.2 | 0.0 |" in table
+
+
+def test_fit_rows_add_only_the_natural_train_split_resampled(data: Path, tmp_path) -> None:
+    from audiopd.audio import write_audio
+
+    natural = tmp_path / "natural"
+    rows = []
+    for uid, split in (("r90", "train"), ("d90", "dev"), ("t90", "test")):
+        wav = f"wav/kokoro_af_heart/{uid}.wav"
+        write_audio(natural / wav, np.full(2400, 0.1, np.float32), 24000)
+        rows.append({"id": uid, "split": split, "voice": "kokoro:af_heart", "wav": wav, "sample_rate": 24000})
+    (natural / "manifest.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    base = cc.fit_rows(data)
+    both = cc.fit_rows(data, natural)
+    added = both[len(base):]
+    assert [r["id"] for r in added] == ["r90"] and added[0]["set"] == "fit"
+    assert len(cc.load_audio(data, added[0])) == 2205  # 0.1 s at the codec's 22,050 Hz
+    with pytest.raises(SystemExit, match="02_render"):
+        cc.fit_rows(data, tmp_path / "absent")
