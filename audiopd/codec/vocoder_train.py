@@ -1,8 +1,10 @@
 """Training the mel codec's ``fast`` vocoder (``mel_vocoders.FastVocoder``) on natural speech, resumably.
 
-Target: the original natural waveform of each fitting utterance (not a teacher vocoder's rendering of it). Input:
-its log-mel, or with probability ``quantized_p`` the same mel passed through the codec's residual VQ, so the
-vocoder learns the mels it will be given at synthesis. Losses (HiFi-GAN's mel L1, Kong et al. 2020, plus the
+Input: each fitting utterance's log-mel, or with probability ``quantized_p`` the same mel passed through the codec's
+residual VQ, so the vocoder learns the mels it will be given at synthesis. Target: by default the original natural
+waveform; with ``Corpus.set_targets``, the ``hq`` teacher's rendering of that very input (clean or quantised mel),
+as issue 22 suggests: a mel does not fix its waveform's phase, the teacher's deterministic answer does, so the
+student learns one function (HiFi-GAN's) instead of averaging over the phases natural speech could have had. Losses (HiFi-GAN's mel L1, Kong et al. 2020, plus the
 multi-resolution STFT loss of Parallel WaveGAN, Yamamoto et al. 2020): ``mel_weight`` x L1 of log-mels +
 spectral convergence and log-magnitude L1 at three STFT resolutions, and ``phase_weight`` x APNet's anti-wrapping
 phase losses (Ai & Ling 2023: instantaneous phase, group delay, instantaneous angular frequency) between the
@@ -63,6 +65,16 @@ class Corpus:
             self.mel.append(mel)
             self.qmel.append(codec.decode_mel(codec.encode_mel(mel)))
         self.frames = np.array([len(m) for m in self.mel])
+        self.target, self.qtarget = self.audio, self.audio
+
+    def set_targets(self, clean: list[np.ndarray], quantized: list[np.ndarray]) -> None:
+        """Train towards these waveforms (``T * hop`` samples each): ``clean[i]`` for utterance i's mel and
+        ``quantized[i]`` for its RVQ reconstruction, e.g. the ``hq`` teacher's renderings of them."""
+        for name, ws in (("clean", clean), ("quantized", quantized)):
+            if len(ws) != len(self.mel) or any(len(w) != len(a) for w, a in zip(ws, self.audio)):
+                raise ValueError(f"{name} targets must be one waveform of T * hop samples per utterance")
+        self.target = [np.asarray(w, dtype=np.float32) for w in clean]
+        self.qtarget = [np.asarray(w, dtype=np.float32) for w in quantized]
 
     def batch(self, rng: np.random.Generator, tc: TrainConfig) -> tuple[torch.Tensor, torch.Tensor]:
         """``(mel [B, n_mels, F], audio [B, F * hop])`` of random segments; frame t of a segment sits on sample t*hop."""
@@ -72,9 +84,9 @@ class Corpus:
         mels, audios = [], []
         for i in picks:
             start = int(rng.integers(0, max(1, self.frames[i] - f)))
-            source = self.qmel[i] if rng.random() < tc.quantized_p else self.mel[i]
-            m = source[start:start + f]
-            y = self.audio[i][start * hop:(start + f) * hop]
+            quantized = rng.random() < tc.quantized_p
+            m = (self.qmel if quantized else self.mel)[i][start:start + f]
+            y = (self.qtarget if quantized else self.target)[i][start * hop:(start + f) * hop]
             if len(m) < f:  # a clip shorter than a segment: pad with the floor (silence) and zeros
                 m = np.pad(m, ((0, f - len(m)), (0, 0)), constant_values=np.log(self.cfg.log_floor))
                 y = np.pad(y, (0, f * hop - len(y)))

@@ -8,6 +8,11 @@ Rerun the same command to go on from the last checkpoint (``--hours`` bounds one
 checkpoint interval). Run it in the background next to other work:
 ``OMP_NUM_THREADS=1 nohup nice -n 19 python recipes/codec/03_train_vocoder.py --data DATA --threads 1 &``.
 
+``--targets teacher`` (the default) trains towards the ``hq`` teacher's rendering of each input mel, clean and
+quantised (``Corpus.set_targets``); the renderings are made once, one thread, and cached as 16-bit WAVs in
+``DATA/teacher/clean/`` and ``DATA/teacher/q<Q>-<token fingerprint>/`` (the quantised ones depend on the codebooks),
+so a resumed run or a grown corpus renders only what is new. ``--targets natural`` trains towards the natural audio.
+
 ``--export`` writes the last checkpoint's weights into the artifact as ``fast.safetensors``, names them in its
 ``config.yaml`` (``fast.weights_file``) and rewrites ``SHA256SUMS``; ``--default-decoder fast`` also makes ``fast`` the
 codec's default (only once stage 04 shows it meets issue 22's bar).
@@ -18,7 +23,10 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import time
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import codec_common as cc  # noqa: E402
@@ -46,6 +54,30 @@ def export(run: Path, artifact: Path, default_decoder: str | None) -> None:
           f"{codec.decoders}, default {cfg['default_decoder']}")
 
 
+def teacher_targets(data: Path, rows: list[dict], corpus, codec, log=print) -> tuple[list, list]:
+    """The hq teacher's waveforms for every utterance's clean and quantised mel, from the cache or rendered now."""
+    from audiopd.audio import read_audio, write_audio
+
+    tag = f"q{codec.num_codebooks}-{codec.token_fingerprint[:12]}"
+    out: dict[str, list] = {"clean": [], tag: []}
+    made, t0 = 0, time.monotonic()
+    for n, (row, mel, qmel) in enumerate(zip(rows, corpus.mel, corpus.qmel)):
+        name = f"{cc.nc.voice_dir_name(row['voice'])}/{row['id']}.wav"
+        for kind, m in (("clean", mel), (tag, qmel)):
+            path = data / "teacher" / kind / name
+            if path.is_file():
+                out[kind].append(read_audio(path, expect_rate=cc.SAMPLE_RATE)[0])
+                continue
+            y = np.clip(codec.vocode(m, "hq")[0], -1.0, 1.0)
+            write_audio(path, y, cc.SAMPLE_RATE)
+            out[kind].append(read_audio(path)[0])  # what the cache will give a resumed run, bit for bit
+            made += 1
+        if made and n % 100 == 99:
+            log(f"teacher targets: {n + 1}/{len(rows)} utterances, {made} rendered in {time.monotonic() - t0:.0f} s")
+    log(f"teacher targets: {len(rows)} utterances ({made} rendered now, the rest cached)")
+    return out["clean"], out[tag]
+
+
 def main(argv: list[str] | None = None) -> int:
     def extra(p):
         p.add_argument("--codec", default=str(REPO / "codecs" / "mel22k"), help="the mel codec artifact")
@@ -56,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--batch", type=int, default=8)
         p.add_argument("--lr", type=float, default=5e-4)
         p.add_argument("--quantized-p", type=float, default=0.5, help="share of segments fed RVQ-decoded mels")
+        p.add_argument("--targets", choices=("teacher", "natural"), default="teacher",
+                       help="what to train towards: the hq teacher's rendering of each input mel, or the audio")
         p.add_argument("--natural", default=None, help="also train on this natural corpus's train split (its DATA)")
         p.add_argument("--max-utterances", type=int, default=0, help="use only the first N fitting utterances")
         p.add_argument("--threads", type=int, default=1, help="torch threads (default 1: a background job)")
@@ -78,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.max_utterances:
         rows = rows[: args.max_utterances]
     corpus = Corpus([cc.load_audio(data, r) for r in rows], codec)
+    if args.targets == "teacher":
+        corpus.set_targets(*teacher_targets(data, rows, corpus, codec, log=lambda m: print(m, flush=True)))
     tc = TrainConfig(batch=args.batch, lr=args.lr, quantized_p=args.quantized_p, max_steps=args.steps,
                      max_seconds=args.hours * 3600.0, checkpoint_every_s=args.checkpoint_min * 60.0)
     state = train(corpus, run, tc, log=lambda m: print(m, flush=True))

@@ -53,3 +53,18 @@ def test_training_lowers_the_loss_and_resumes(corpus: Corpus, tmp_path) -> None:
     model = new_fast(corpus.cfg)
     opt = torch.optim.AdamW(model.parameters())
     assert load_checkpoint(run, model, opt)["step"] == 40 and len(opt.state) == len(list(model.parameters()))
+
+
+def test_teacher_targets_follow_the_input_mel(corpus: Corpus) -> None:
+    clean = [np.full(len(a), 0.25, np.float32) for a in corpus.audio]
+    quantized = [np.full(len(a), -0.5, np.float32) for a in corpus.audio]
+    corpus.set_targets(clean, quantized)
+    try:
+        for p, want in ((0.0, 0.25), (1.0, -0.5)):
+            _, audio = corpus.batch(np.random.default_rng(1), TrainConfig(segment_frames=4, batch=6, quantized_p=p))
+            inside = audio[:, : 4 * HOP][audio[:, : 4 * HOP] != 0]  # padding past a short clip's end stays 0
+            assert inside.numel() and torch.all(inside == want)
+        with pytest.raises(ValueError, match="one waveform"):
+            corpus.set_targets(clean[:1], quantized)
+    finally:
+        corpus.set_targets(corpus.audio, corpus.audio)

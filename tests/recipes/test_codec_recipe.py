@@ -89,7 +89,8 @@ def test_fit_train_export_and_pareto(data: Path, tmp_path) -> None:
     assert (codec.num_codebooks, codec.cardinality, codec.decoders) == (2, 8, ("hq",))
     curve = json.loads((data / "rvq" / "levels.json").read_text())
     assert len(curve["validation"]) == 3 and curve["validation"][-1] <= curve["validation"][0]
-    assert train03.main(["--data", str(data), "--codec", str(art), "--steps", "2", "--batch", "2"]) == 0
+    assert train03.main(["--data", str(data), "--codec", str(art), "--steps", "2", "--batch", "2",
+                         "--targets", "natural"]) == 0
     assert train03.main(["--data", str(data), "--codec", str(art), "--export"]) == 0
     fast = load_codec(art, decoder="fast")
     assert fast.decoders == ("hq", "fast") and fast.decode(fast.encode(np.zeros(600, np.float32))).shape == (1, 768)
@@ -125,3 +126,30 @@ def test_fit_rows_add_only_the_natural_train_split_resampled(data: Path, tmp_pat
     assert len(cc.load_audio(data, added[0])) == 2205  # 0.1 s at the codec's 22,050 Hz
     with pytest.raises(SystemExit, match="02_render"):
         cc.fit_rows(data, tmp_path / "absent")
+
+
+def test_teacher_targets_are_rendered_once_then_cached(data: Path, tmp_path) -> None:
+    from audiopd.codec import load_codec
+    from audiopd.codec.vocoder_train import Corpus
+
+    art = tmp_path / "mel-teacher"
+    assert fit02.main(["--data", str(data), "--levels", "2", "--cardinality", "8", "--iters", "2",
+                       "--ship-levels", "2", "--out", str(art), "--name", "mel-teacher", "--force"]) == 0
+    codec = load_codec(art)
+    rows = cc.read_manifest(data, "fit")[:3]
+    corpus = Corpus([cc.load_audio(data, r) for r in rows], codec)
+    calls = []
+
+    def fake_vocode(mel, decoder=None):  # stands in for HiFi-GAN: a level that tells clean from quantised mel
+        calls.append(decoder)
+        return np.full((1, len(mel) * 256), 0.01 * float(np.mean(mel) > -20), np.float32) * (1 + len(calls) % 2)
+
+    codec.vocode = fake_vocode
+    clean, quantized = train03.teacher_targets(data, rows, corpus, codec, log=lambda m: None)
+    assert calls == ["hq"] * 6 and [len(w) for w in clean] == [len(a) for a in corpus.audio]
+    again = train03.teacher_targets(data, rows, corpus, codec, log=lambda m: None)
+    assert len(calls) == 6  # all six came from the cache
+    assert all(np.array_equal(a, b) for a, b in zip(clean + quantized, again[0] + again[1]))
+    corpus.set_targets(clean, quantized)
+    assert {p.parent.parent.name for p in (data / "teacher").glob("*/*/*.wav")} == {
+        "clean", f"q2-{codec.token_fingerprint[:12]}"}
