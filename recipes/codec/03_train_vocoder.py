@@ -54,8 +54,10 @@ def export(run: Path, artifact: Path, default_decoder: str | None) -> None:
           f"{codec.decoders}, default {cfg['default_decoder']}")
 
 
-def teacher_targets(data: Path, rows: list[dict], corpus, codec, log=print) -> tuple[list, list]:
-    """The hq teacher's waveforms for every utterance's clean and quantised mel, from the cache or rendered now."""
+def teacher_targets(data: Path, rows: list[dict], corpus, codec, log=print,
+                    quantized: bool = True) -> tuple[list, list]:
+    """The hq teacher's waveforms for every utterance's clean and quantised mel, from the cache or rendered now.
+    ``quantized=False`` renders the clean ones only and returns them twice (for ``--quantized-p 0``)."""
     from audiopd.audio import read_audio, write_audio
 
     tag = f"q{codec.num_codebooks}-{codec.token_fingerprint[:12]}"
@@ -63,7 +65,7 @@ def teacher_targets(data: Path, rows: list[dict], corpus, codec, log=print) -> t
     made, t0 = 0, time.monotonic()
     for n, (row, mel, qmel) in enumerate(zip(rows, corpus.mel, corpus.qmel)):
         name = f"{cc.nc.voice_dir_name(row['voice'])}/{row['id']}.wav"
-        for kind, m in (("clean", mel), (tag, qmel)):
+        for kind, m in (("clean", mel), (tag, qmel))[: 2 if quantized else 1]:
             path = data / "teacher" / kind / name
             if path.is_file():
                 out[kind].append(read_audio(path, expect_rate=cc.SAMPLE_RATE)[0])
@@ -75,7 +77,7 @@ def teacher_targets(data: Path, rows: list[dict], corpus, codec, log=print) -> t
         if made and n % 100 == 99:
             log(f"teacher targets: {n + 1}/{len(rows)} utterances, {made} rendered in {time.monotonic() - t0:.0f} s")
     log(f"teacher targets: {len(rows)} utterances ({made} rendered now, the rest cached)")
-    return out["clean"], out[tag]
+    return out["clean"], out[tag] if quantized else out["clean"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = rows[: args.max_utterances]
     corpus = Corpus([cc.load_audio(data, r) for r in rows], codec)
     if args.targets == "teacher":
-        corpus.set_targets(*teacher_targets(data, rows, corpus, codec, log=lambda m: print(m, flush=True)))
+        corpus.set_targets(*teacher_targets(data, rows, corpus, codec, log=lambda m: print(m, flush=True),
+                                            quantized=args.quantized_p > 0))
     tc = TrainConfig(batch=args.batch, lr=args.lr, quantized_p=args.quantized_p, max_steps=args.steps,
                      max_seconds=args.hours * 3600.0, checkpoint_every_s=args.checkpoint_min * 60.0)
     state = train(corpus, run, tc, log=lambda m: print(m, flush=True))
