@@ -95,18 +95,19 @@ def fit_rows(data: Path, natural: str | Path | None = None) -> list[dict]:
     return rows
 
 
-def to_rate(audio, rate: int):
-    """float32 audio at ``SAMPLE_RATE`` (polyphase; Kokoro's 24 kHz is 147/160 of it)."""
+def to_rate(audio, rate: int, target: int = SAMPLE_RATE):
+    """float32 audio at ``target`` Hz (polyphase; Kokoro's 24 kHz is 147/160 of the mel codec's 22,050 Hz).
+    ``target`` lets another recipe resample to whatever rate the codec it loads was fitted at."""
     import numpy as np
 
-    if rate == SAMPLE_RATE:
+    if rate == target:
         return audio.astype(np.float32)
     from math import gcd
 
     from scipy.signal import resample_poly
 
-    g = gcd(SAMPLE_RATE, rate)
-    return resample_poly(audio, SAMPLE_RATE // g, rate // g).astype(np.float32)
+    g = gcd(target, rate)
+    return resample_poly(audio, target // g, rate // g).astype(np.float32)
 
 
 def load_audio(data: Path, row: dict):

@@ -16,16 +16,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus_common as cc  # noqa: E402
+from corpus_common import frames_per_token  # noqa: E402  (shared with recipes/natural/04_tokens.py)
 
 STAGE = "06"
-
-
-def frames_per_token(durations_s: list[float], frame_rate: float, num_frames: int) -> np.ndarray:
-    """Seconds per token -> integer frames per token summing to ``num_frames`` (cumulative rounding)."""
-    ends = np.rint(np.cumsum(durations_s) * frame_rate).astype(np.int64)
-    ends = np.clip(ends, 0, num_frames)
-    ends[-1] = num_frames
-    return np.diff(np.concatenate([[0], ends])).astype(np.int64)
 
 
 def read_ids(path: str | Path) -> set[str]:

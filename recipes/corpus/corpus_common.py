@@ -115,6 +115,17 @@ def read_phones(path: str | Path) -> list[tuple[str, float, float]]:
     return rows
 
 
+def frames_per_token(durations_s, frame_rate: float, num_frames: int):
+    """Seconds per token -> integer frames per token summing to ``num_frames`` (cumulative rounding, so rounding
+    errors never accumulate along an utterance). Shared by the corpus's stage 06 and the natural corpus's stage 04."""
+    import numpy as np
+
+    ends = np.rint(np.cumsum(durations_s) * frame_rate).astype(np.int64)
+    ends = np.clip(ends, 0, num_frames)
+    ends[-1] = num_frames
+    return np.diff(np.concatenate([[0], ends])).astype(np.int64)
+
+
 class Timer:
     """Wall-clock timer for the README's per-stage build times."""
 

@@ -10,6 +10,7 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -25,6 +26,7 @@ def _load(filename: str, name: str):
 text_stage = _load("01_text.py", "natural_stage01")
 render_stage = _load("02_render.py", "natural_stage02")
 align_stage = _load("03_align.py", "natural_stage03")
+tokens_stage = _load("04_tokens.py", "natural_stage04")
 nc = sys.modules["natural_common"]
 na = sys.modules["natural_align"]
 sources = sys.modules["text_sources"]
@@ -193,3 +195,135 @@ def test_align_stage_on_a_flite_clip_with_a_teacher_cross_check(tmp_path):
     assert check["boundaries"] == len(out["tokens"]) - 1 and check["teacher_phone_match_rate"] == 1.0
     again = align_stage.run(tmp_path, None, log=lambda s: None)
     assert again["aligned_this_run"] == 0 and (tmp_path / "durations.jsonl").is_file()
+
+
+TOKENS = ["^", "HH", "AY1", "DH", "EH1", "R", "$"]
+
+
+def _natural_data(root):
+    """A natural DATA: Kokoro rows at 24 kHz, Piper rows at 22.05 kHz, one bad row of each kind, durations.jsonl."""
+    from mel_fixtures import chirp
+
+    from audiopd.audio import write_audio
+
+    manifest, durations = [], []
+    utts = [("n001", "kokoro:af_heart", "train", 24000, 0.6), ("n001", "piper:joe", "train", 22050, 0.5),
+            ("n002", "kokoro:am_adam", "dev", 24000, 0.4), ("n003", "piper:joe", "test", 22050, 0.45),
+            ("n004", "kokoro:af_heart", "train", 24000, 0.3), ("n005", "piper:joe", "train", 22050, 0.3),
+            ("n006", "kokoro:bf_emma", "train", 24000, 0.3), ("n007", "kokoro:bf_emma", "train", 24000, 0.35)]
+    for uid, voice, split, rate, seconds in utts:
+        wav = f"wav/{nc.voice_dir_name(voice)}/{uid}.wav"
+        if uid != "n005":  # n005's wav is missing
+            (root / wav).parent.mkdir(parents=True, exist_ok=True)
+            write_audio(root / wav, chirp(seconds, rate), rate)
+        manifest.append({"id": uid, "voice": voice, "split": split, "kind": "fortune", "text": "Hi there.",
+                         "wav": wav, "seconds": seconds, "sample_rate": rate})
+        share = [0.1] + [(seconds - 0.15) / 5] * 5 + [0.05]
+        durations.append({"id": uid, "voice": voice, "split": split, "tokens": TOKENS, "durations_s": share,
+                          "match_rate": 1.0})
+    durations[4]["tokens"] = TOKENS[:-1]  # n004: tokens and durations of different lengths
+    durations[6]["durations_s"] = [2 * d for d in durations[6]["durations_s"]]  # n006: not this audio's
+    nc.write_jsonl(root / "manifest.jsonl", manifest)
+    nc.write_jsonl(root / "durations.jsonl", durations[:-1])  # n007: not aligned yet
+    return root, durations[-1]
+
+
+def _shards(out):
+    """Every shard's metadata and tensors (safetensors orders its header's keys by chance, so not its bytes)."""
+    from audiopd.train.shards import Shard
+
+    def content(path):
+        s = Shard(path)
+        return s.meta, s.utt_ids, [a.tolist() for a in (s.codes, s.phonemes, s.durations, s.speakers)]
+    return {p.name: content(p) for p in sorted(out.glob("*.safetensors"))}
+
+
+@pytest.fixture(scope="module")
+def mel_codec(tmp_path_factory):
+    from mel_fixtures import write_mel_artifact
+
+    return write_mel_artifact(tmp_path_factory.mktemp("codecs") / "mel-fx", fast=False)
+
+
+def test_tokens_stage_writes_trainable_shards_per_split(tmp_path, mel_codec, capsys):
+    from audiopd.train.data import ShardDataset
+    from audiopd.train.shards import Shard, find_shards
+
+    data, _ = _natural_data(tmp_path / "nat")
+    assert tokens_stage.main(["--data", str(data), "--codec", str(mel_codec)]) == 0
+    out = data / "tokens" / "mel-fx"
+    assert sorted(p.name for p in out.glob("*.safetensors")) == ["dev-000.safetensors", "test-000.safetensors",
+                                                                 "train-000.safetensors"]
+    ids = {}
+    for split in nc.SPLITS:
+        shard = Shard(out / f"{split}-000.safetensors")
+        assert shard.meta.voices == nc.DEFAULT_VOICES and shard.meta.sample_rate == 22050
+        assert shard.meta.frame_rate == pytest.approx(22050 / 256) and shard.meta.codec == "mel-fx"
+        ids[split] = shard.utt_ids
+        for i in range(len(shard)):
+            u = shard.utterance(i)
+            assert int(u.durations.sum()) == u.num_frames and list(u.durations) != [0] * len(TOKENS)
+            assert nc.DEFAULT_VOICES[u.speaker] == u.utt_id.split("/")[0]
+    # Sentence-major, speakers by DEFAULT_VOICES's index (af_heart 0, am_adam 3, joe 8); 24 kHz resampled.
+    assert ids == {"train": ["kokoro:af_heart/n001", "piper:joe/n001"], "dev": ["kokoro:am_adam/n002"],
+                   "test": ["piper:joe/n003"]}
+    train = Shard(out / "train-000.safetensors")
+    assert train.speakers.tolist() == [0, 8] and train.frame_lengths().tolist() == [int(0.6 * 22050) // 256 + 1,
+                                                                                   int(0.5 * 22050) // 256 + 1]
+    printed = capsys.readouterr().out
+    assert all(f"SKIPPED {v} {i}" in printed for v, i in (("kokoro:af_heart", "n004"), ("piper:joe", "n005"),
+                                                           ("kokoro:bf_emma", "n006")))
+    dataset = ShardDataset(find_shards([out / "train-000.safetensors"]))
+    assert len(dataset) == 2 and dataset.meta.num_codebooks == 4
+    assert not nc.is_done(data, "04")  # stage 03 is not done
+
+
+def test_tokens_stage_rerun_is_consistent_resumes_and_marks_done(tmp_path, mel_codec):
+    from audiopd.codec import load_codec
+    from audiopd.train.shards import Shard
+
+    data, later = _natural_data(tmp_path / "nat")
+    cfg = tokens_stage.TokenConfig(codec=str(mel_codec))
+    codec = load_codec(mel_codec)
+    first = tokens_stage.run(data, cfg, codec, log=lambda s: None)
+    assert first["encoded_this_run"] == 4
+    assert first["skipped"] == {"bad tokens": 1, "bad audio": 1, "durations off the audio": 1}
+    out = data / "tokens" / "mel-fx"
+    assert first["out"] == str(out)
+    again = tokens_stage.run(data, cfg, codec, log=lambda s: None)  # codes from the cache, same shards
+    assert again["encoded_this_run"] == 0 and again["splits"] == first["splits"]
+    # Stage 03 aligns one more: only it is encoded, and it joins the train shard; cached codes that no longer
+    # span their durations (a wav rendered again) are encoded again.
+    nc.write_jsonl(data / "durations.jsonl", [*nc.read_jsonl(data / "durations.jsonl"), later])
+    cached = Path(first["cache"]) / "piper_joe" / "n003.npy"
+    np.save(cached, np.load(cached)[:, :5])
+    grown = tokens_stage.run(data, cfg, codec, log=lambda s: None)
+    assert grown["encoded_this_run"] == 2 and grown["splits"]["train"]["utterances"] == 3
+    assert "kokoro:bf_emma/n007" in Shard(out / "train-000.safetensors").utt_ids
+    before = _shards(out)
+    assert tokens_stage.run(data, cfg, codec, log=lambda s: None)["encoded_this_run"] == 0
+    assert _shards(out) == before
+    # One utterance per shard, then back: the extra shard files of the first are removed.
+    small = tokens_stage.run(data, tokens_stage.TokenConfig(codec=str(mel_codec), per_shard=1), codec,
+                             log=lambda s: None)
+    assert small["splits"]["train"]["shards"] == 3 and (out / "train-002.safetensors").is_file()
+    back = tokens_stage.run(data, cfg, codec, log=lambda s: None)
+    assert back["removed_stale"] == ["train-001.safetensors", "train-002.safetensors"]
+    assert _shards(out) == before
+    # Stage 03 done: this stage marks itself done and a rerun is a no-op; another speaker list is not done.
+    nc.mark_done(data, "03", {})
+    args = ["--data", str(data), "--codec", str(mel_codec)]
+    assert tokens_stage.main(args) == 0 and nc.is_done(data, "04")
+    stamp = {p.name: p.stat().st_mtime_ns for p in out.glob("*.safetensors")}
+    assert tokens_stage.main(args) == 0
+    assert {p.name: p.stat().st_mtime_ns for p in out.glob("*.safetensors")} == stamp
+    assert tokens_stage.main(args + ["--voices", "piper:joe,kokoro:af_heart"]) == 0
+    subset = Shard(out / "train-000.safetensors")
+    assert subset.meta.voices == ("kokoro:af_heart", "piper:joe") and subset.speakers.tolist() == [0, 1]
+    assert not (out / "dev-000.safetensors").exists()  # am_adam's only utterance left with its speaker
+
+
+def test_tokens_stage_speaker_order_is_default_voices_then_the_rest():
+    assert tokens_stage.speaker_order("") == nc.DEFAULT_VOICES
+    assert tokens_stage.speaker_order("piper:joe, kokoro:af_sarah,kokoro:af_heart") == (
+        "kokoro:af_heart", "piper:joe", "kokoro:af_sarah")
