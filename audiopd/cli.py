@@ -347,7 +347,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------------------------ bench
 def _bench_args(p: argparse.ArgumentParser) -> None:
-    from audiopd.eval.bench import add_arguments  # torch-free, so --help stays light
+    from audiopd.eval.bench_cli import add_arguments  # torch-free: a light --help
 
     add_arguments(p)
     add_decoder_argument(p)
@@ -356,7 +356,7 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
 @subcommand("bench", help="time parallel vs serial decoding of a voice at several lengths and batch sizes",
             args=_bench_args)
 def cmd_bench(args: argparse.Namespace) -> int:
-    from audiopd.eval.bench import run_command
+    from audiopd.eval.bench_cli import run_command
 
     # Validate the output path before minutes of measuring, not after.
     if args.json:
