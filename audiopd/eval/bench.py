@@ -347,15 +347,3 @@ def run_bench(tts, cfg: BenchConfig | None = None, *, speaker: str | None = None
         "cells": cells, "order": order, "total_wall_s": round(time.perf_counter() - t_start, 2),
     }
 
-
-# The command-line part (options, table, printing) lives in audiopd.eval.bench_cli, which imports this
-# module; these names stay importable from here without an import cycle.
-_CLI_NAMES = frozenset({"add_arguments", "markdown_table", "run_command"})
-
-
-def __getattr__(name: str) -> Any:
-    if name in _CLI_NAMES:
-        from audiopd.eval import bench_cli
-
-        return getattr(bench_cli, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
