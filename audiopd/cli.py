@@ -3,7 +3,8 @@
 Adding a subcommand is one decorated function: ``@subcommand("name", help=..., args=configure)``
 registers it (``"codec roundtrip"`` nests under ``codec``). ``main`` is the one place that turns an
 ``AudiopdError`` (or a usage mistake) into ``audiopd: error: ...`` on stderr and exit code 2; bugs
-still raise with a traceback so they get reported rather than hidden.
+still raise with a traceback so they get reported rather than hidden. The registry, the parser and
+``main`` live in ``audiopd.subcommands``; this module holds the subcommands and re-exports those names.
 
 Subcommands that write files validate every input before writing any output, and write
 atomically, so a failed run leaves no partial files behind.
@@ -13,100 +14,26 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import os
 import sys
-from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from audiopd import __version__
 from audiopd.codec.registry import DEFAULT_CODEC, add_decoder_argument
 from audiopd.errors import AudiopdError, UsageError
 from audiopd.fileio import check_writable_dir
-
-PROG = "audiopd"
-EXIT_USAGE = 2
-
-Handler = Callable[[argparse.Namespace], int]
-Configure = Callable[[argparse.ArgumentParser], None]
-
-
-@dataclasses.dataclass(frozen=True)
-class Subcommand:
-    name: str  # space-separated path, e.g. "codec roundtrip"
-    help: str
-    configure: Configure
-    run: Handler
-
-
-# Insertion order is the order in --help.
-SUBCOMMANDS: dict[str, Subcommand] = {}
-# Help lines for command groups (the first word of nested subcommands).
-GROUP_HELP: dict[str, str] = {"codec": "inspect and exercise codecs"}
-
-
-def subcommand(name: str, *, help: str, args: Configure | None = None) -> Callable[[Handler], Handler]:
-    """Register ``fn(namespace) -> exit code`` as subcommand ``name`` with arguments from ``args``."""
-
-    def deco(fn: Handler) -> Handler:
-        if name in SUBCOMMANDS:
-            raise ValueError(f"subcommand {name!r} registered twice")
-        SUBCOMMANDS[name] = Subcommand(name, help, args or (lambda p: None), fn)
-        return fn
-
-    return deco
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse prints usage and exits on errors; we want the single-line error and exit 2 from main."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{message} (see '{self.prog} --help')")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description="Offline text-to-speech on codec tokens with parallel decoding.")
-    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
-    top = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    groups: dict[str, argparse._SubParsersAction] = {}
-    for sub in SUBCOMMANDS.values():
-        words = sub.name.split()
-        container = top
-        for depth in range(len(words) - 1):
-            key = " ".join(words[: depth + 1])
-            if key not in groups:
-                group = container.add_parser(words[depth], help=GROUP_HELP.get(key, ""))
-                group.set_defaults(_group=group)
-                groups[key] = group.add_subparsers(dest=f"_sub{depth}", metavar="SUBCOMMAND", parser_class=_Parser)
-            container = groups[key]
-        p = container.add_parser(words[-1], help=sub.help, description=sub.help)
-        sub.configure(p)
-        p.set_defaults(_handler=sub.run)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (0 success, 2 user error)."""
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-        handler: Handler | None = getattr(args, "_handler", None)
-        if handler is None:  # a bare group such as `audiopd codec`, or nothing at all
-            (getattr(args, "_group", None) or parser).print_help(sys.stderr)
-            return EXIT_USAGE
-        return handler(args)
-    except AudiopdError as exc:
-        print(f"{PROG}: error: {_one_line(str(exc))}", file=sys.stderr)
-        return EXIT_USAGE
-    except SystemExit as exc:  # --help / --version exit through argparse
-        return exc.code if isinstance(exc.code, int) else 0
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
-
-
-def _one_line(message: str) -> str:
-    return " ".join(message.split()) or "unknown error"
+from audiopd.subcommands import (  # the registry and main, also importable from here
+    EXIT_USAGE,  # noqa: F401
+    GROUP_HELP,  # noqa: F401
+    PROG,
+    SUBCOMMANDS,  # noqa: F401
+    Configure,  # noqa: F401
+    Handler,  # noqa: F401
+    Subcommand,  # noqa: F401
+    build_parser,  # noqa: F401
+    main,
+    one_line,
+    subcommand,
+)
 
 
 # ---------------------------------------------------------------------------------- codec roundtrip
@@ -270,12 +197,12 @@ def cmd_say(args: argparse.Namespace) -> int:
             path.unlink(missing_ok=True)
         raise AudiopdError(f"cannot write {target}: {exc.strerror or exc}") from None
     for warning in result.report.get("warnings", []):
-        print(f"{PROG}: warning: {_one_line(warning)}", file=sys.stderr)
+        print(f"{PROG}: warning: {one_line(warning)}", file=sys.stderr)
     verdict = result.report.get("check")
     if verdict is not None and not verdict["passed"]:
         # Delivered (the best attempt), but never silently: say why it failed.
         reasons = "; ".join(verdict["reasons"]) or "no reason given"
-        print(f"{PROG}: warning: the output failed the check: {_one_line(reasons)}", file=sys.stderr)
+        print(f"{PROG}: warning: the output failed the check: {one_line(reasons)}", file=sys.stderr)
         return 1 if args.strict else 0
     return 0
 
@@ -341,13 +268,13 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         status = "PASS" if verdict["passed"] else "FAIL"
         reasons = "; ".join(verdict["reasons"])
-        print(f"{status} score {verdict['score']:.3f}" + (f": {_one_line(reasons)}" if reasons else ""))
+        print(f"{status} score {verdict['score']:.3f}" + (f": {one_line(reasons)}" if reasons else ""))
     return 0 if verdict["passed"] else 1
 
 
 # ------------------------------------------------------------------------------------------ bench
 def _bench_args(p: argparse.ArgumentParser) -> None:
-    from audiopd.eval.bench import add_arguments  # torch-free, so --help stays light
+    from audiopd.eval.bench_cli import add_arguments  # torch-free: a light --help
 
     add_arguments(p)
     add_decoder_argument(p)
@@ -356,7 +283,7 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
 @subcommand("bench", help="time parallel vs serial decoding of a voice at several lengths and batch sizes",
             args=_bench_args)
 def cmd_bench(args: argparse.Namespace) -> int:
-    from audiopd.eval.bench import run_command
+    from audiopd.eval.bench_cli import run_command
 
     # Validate the output path before minutes of measuring, not after.
     if args.json:

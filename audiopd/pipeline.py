@@ -9,6 +9,7 @@ conditioned (durations predicted once, shared by both decoders) and decoded; chu
 short faded pauses (audiopd.render.join). Chunks of one request, or of a whole ``synthesize_batch``
 call, are decoded together in padded model batches grouped by length. ``mode="auto"`` checks every
 chunk and escalates only the failing ones (audiopd.render.auto); the report lists every attempt.
+audiopd.render.result turns each text's chunks into its ``Result`` (joined audio, word times, report).
 """
 
 from __future__ import annotations
@@ -31,9 +32,9 @@ from audiopd.decoding.serial import SerialConfig
 from audiopd.errors import ArtifactError, AudiopdError, NothingToSpeakError
 from audiopd.render.auto import MODES, AutoConfig, Checker, Item, Renderer
 from audiopd.render.cost import CostModel, calibrate
-from audiopd.render.join import JoinConfig, join_chunks
+from audiopd.render.join import JoinConfig
 from audiopd.render.report import report_json  # noqa: F401  (re-exported for callers of the facade)
-from audiopd.render.timestamps import WordTime, word_times
+from audiopd.render.result import Result, assemble_result
 
 if TYPE_CHECKING:
     from audiopd.checker.config import CheckerConfig
@@ -91,26 +92,6 @@ class SynthesisConfig:
             raise ValueError("max_chunk_chars, max_batch, max_batch_frames and max_token_s must be positive")
         if not 0.0 <= self.max_padding <= 1.0:
             raise ValueError(f"max_padding must lie in [0, 1], got {self.max_padding}")
-
-
-@dataclass
-class Result:
-    """Synthesised speech: mono float32 ``audio`` at ``sample_rate``, a ``report`` and word ``words``."""
-
-    audio: np.ndarray
-    sample_rate: int
-    report: dict[str, Any]
-    words: list[WordTime]
-
-    @property
-    def duration_s(self) -> float:
-        return self.audio.size / self.sample_rate
-
-    def write(self, path: str | Path) -> Path:
-        """Write 16-bit WAV atomically."""
-        from audiopd.audio import write_audio
-
-        return write_audio(path, self.audio, self.sample_rate)
 
 
 def default_checker(config: CheckerConfig | None = None) -> Checker:
@@ -212,7 +193,8 @@ class Synthesizer:
                 "time_budget_s": time_budget_s, "cost_model": self.cost.source, "warnings": warnings,
                 "checker": checker_kind, "check_level": check_level if checking else None, "codec": self.codec.name,
                 "decoder": self.codec.decoder}
-        return [self._result(chunk_items, outcomes, meta, wall) for chunk_items in per_text]
+        return [assemble_result(chunk_items, outcomes, meta, wall, sample_rate=self.sample_rate,
+                                frame_rate=self.frame_rate, join=self.config.join) for chunk_items in per_text]
 
     # ------------------------------------------------------------------------------------ helpers
     def _speaker(self, voice: str | int | None) -> int:
@@ -297,53 +279,6 @@ class Synthesizer:
             dur[i, : len(it.ids)] = torch.from_numpy(it.durations)
         spk = torch.tensor([it.speaker for it in items])
         return self.model.condition(ph, spk, durations=dur)
-
-    def _result(self, items: list[Item], outcomes: dict, meta: dict, wall: float) -> Result:
-        delivered = [it.best() for it in items]
-        audio, starts = join_chunks([a.audio for a in delivered], self.sample_rate, self.config.join)
-        words: list[WordTime] = []
-        for it, start in zip(items, starts):
-            words += word_times(it.words, it.durations, self.frame_rate, offset_s=start / self.sample_rate)
-        runs: dict[int, int] = {}
-        for it in items:
-            runs.update(outcomes[id(it)].runs)
-        attempts = [dict(chunk=k, **a.to_report()) for k, it in enumerate(items) for a in it.attempts]
-        modes = {a.mode for a in delivered}
-        firsts = {outcomes[id(it)].first_path for it in items}
-        report = {
-            **meta,
-            "mode": modes.pop() if len(modes) == 1 else "mixed",
-            "first_path": firsts.pop() if len(firsts) == 1 else "mixed",
-            "steps": max(a.steps for a in delivered),
-            "forward_passes": sum(runs.values()),
-            "audio_seconds": round(audio.size / self.sample_rate, 4),
-            "wall_seconds": round(wall, 4),
-            "chunks": len(items),
-            "attempts": attempts,
-            "budget_exhausted": any(outcomes[id(it)].budget_exhausted for it in items),
-            "check": _combined_check(delivered, [s / self.sample_rate for s in starts]),
-        }
-        if report["budget_exhausted"]:
-            # Said, never silent: the user learns that a later, costlier attempt was skipped.
-            report["warnings"] = [*meta["warnings"], "the time budget stopped escalation before every attempt "
-                                  "was tried (time_budget_s, or the auto ladder's escalation_budget)"]
-        return Result(audio=audio, sample_rate=self.sample_rate, report=report, words=words)
-
-
-def _combined_check(delivered: list, offsets_s: list[float]) -> dict | None:
-    """One verdict for the whole text: the chunk's own if there is one chunk, else passed = all pass."""
-    verdicts = [a.verdict for a in delivered]
-    if any(v is None for v in verdicts):
-        return None
-    if len(verdicts) == 1:
-        return verdicts[0]
-    return {
-        "passed": all(v["passed"] for v in verdicts),
-        "score": min(v["score"] for v in verdicts),
-        "reasons": [f"chunk {k}: {r}" for k, v in enumerate(verdicts) for r in v["reasons"]],
-        "bad_spans": [(a + off, b + off) for v, off in zip(verdicts, offsets_s) for a, b in v["bad_spans"]],
-        "chunks": verdicts,
-    }
 
 
 def _validate_options(mode: str, steps: int | None, seed: int | None, speed: float,

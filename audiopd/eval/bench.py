@@ -33,16 +33,15 @@ same count, side by side.
 ``--peers`` times natural peer systems (Kokoro, Piper) in the same rounds on the same texts and thread count
 (``audiopd.eval.bench_peers`` describes their figures); they need the ``teachers`` extra.
 
+The command itself (options, the Markdown table, printing, the JSON file) is ``audiopd.eval.bench_cli``.
+
 No speed figure is ever asserted in a test; tests check the structure on a tiny voice.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import platform
 import statistics
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -347,103 +346,4 @@ def run_bench(tts, cfg: BenchConfig | None = None, *, speaker: str | None = None
         "python": platform.python_version(), "torch": torch.__version__,
         "cells": cells, "order": order, "total_wall_s": round(time.perf_counter() - t_start, 2),
     }
-
-
-# ------------------------------------------------------------------------------------------ output
-def _pair(cell: dict, key: str, fmt: str = "{}") -> str:
-    vals = [cell["modes"][m].get(key) for m in (PARALLEL, SERIAL)]
-    return " / ".join("-" if v is None else fmt.format(v) for v in vals)
-
-
-def markdown_table(report: dict[str, Any]) -> str:
-    """One row per cell; ``a / b`` columns are parallel / serial."""
-    auto = report.get("auto", False)
-    head = ["target s", "audio s", "batch", "parallel s", "serial s", "serial/parallel", "RTF par / ser",
-            "model-only RTF par / ser", "codec decode % par / ser", "passes par / ser", "steps par / ser"]
-    if auto:
-        head += ["auto s", "auto attempts"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
-    for c in report["cells"]:
-        m = c["modes"]
-        row = [f"{c['target_s']:g}", f"{c['audio_s']:.2f}", str(c["batch"]), f"{m[PARALLEL]['median_s']:.3f}",
-               f"{m[SERIAL]['median_s']:.3f}", "-" if c["serial_over_parallel"] is None else
-               f"{c['serial_over_parallel']:.2f}", _pair(c, "rtf", "{:.3f}"), _pair(c, "rtf_model", "{:.3f}"),
-               " / ".join("-" if m[k]["codec_share"] is None else f"{100 * m[k]['codec_share']:.0f}"
-                          for k in (PARALLEL, SERIAL)),
-               _pair(c, "forward_passes", "{:g}"), _pair(c, "steps", "{:g}")]
-        if auto:
-            row += [f"{m[AUTO]['median_s']:.3f}", f"{m[AUTO]['attempts']:g}"] if AUTO in m else ["-", "-"]
-        lines.append("| " + " | ".join(row) + " |")
-    return "\n".join(lines)
-
-
-def _csv_of(kind: type, what: str) -> Callable[[str], tuple]:
-    def parse(text: str) -> tuple:
-        try:
-            values = tuple(kind(p) for p in text.split(",") if p.strip())
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{what} must be comma-separated numbers, got {text!r}") from None
-        if not values:
-            raise argparse.ArgumentTypeError(f"{what} must not be empty")
-        return values
-
-    return parse
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The options of ``audiopd bench`` (torch-free, so ``--help`` stays light)."""
-    p.add_argument("--voice", default=None, help="shipped voice name or a path like ./myvoice (default: default), a "
-                   "speaker of the default voice, or VOICE:SPEAKER")
-    p.add_argument("--lengths", type=_csv_of(float, "--lengths"), default=BenchConfig.lengths, metavar="S,S,...",
-                   help="target seconds per text (default: 1,2,5,10,20)")
-    p.add_argument("--batch", type=_csv_of(int, "--batch"), default=BenchConfig.batches, metavar="B,B,...",
-                   help="batch sizes (default: 1,8)")
-    p.add_argument("--repeats", type=int, default=BenchConfig.repeats, help="timed runs per mode and cell (default: 3)")
-    p.add_argument("--steps", type=int, default=None, metavar="K", help="level-0 step budget of parallel decoding")
-    p.add_argument("--seed", type=int, default=0, help="synthesis seed, the same in every run (default: 0)")
-    p.add_argument("--auto", action="store_true", help="also time the checked auto mode at batch 1")
-    p.add_argument("--threads", type=int, default=None, metavar="N",
-                   help="torch threads (default: torch's choice, as for audiopd say and serve)")
-    p.add_argument("--json", default=None, metavar="OUT.json", help="write the full report as JSON")
-    p.add_argument("--peers", default=None, metavar="SYSTEM:VOICE,...",
-                   help="also time natural peers on the same texts and threads, e.g. kokoro:af_heart,piper:joe "
-                   "(needs the 'teachers' extra)")
-
-
-def run_command(tts, speaker: str | None, args: argparse.Namespace) -> int:
-    """Body of ``audiopd bench`` once the voice is loaded: run, print the table, write the JSON."""
-    import torch
-
-    from audiopd.fileio import write_text_atomic
-
-    if args.threads is not None and args.threads < 1:
-        raise BenchOptionError(f"--threads must be >= 1, got {args.threads}")
-    cfg = BenchConfig(lengths=tuple(args.lengths), batches=tuple(args.batch), repeats=args.repeats, auto=args.auto,
-                      steps=args.steps, seed=args.seed)
-    cfg.validate()
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
-    log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
-    peers, load_s = {}, {}
-    if getattr(args, "peers", None):
-        from audiopd.eval.bench_peers import load_peers
-
-        peers, load_s = load_peers(args.peers, torch.get_num_threads(), log)
-    # --voice names a voice artifact, a speaker of the default voice, or VOICE:SPEAKER (audiopd.cli).
-    spec = args.voice or ""
-    name = (spec if speaker is None else spec.rpartition(":")[0] if ":" in spec else "") or "default"
-    report = run_bench(tts, cfg, speaker=speaker, voice_name=name, log=log, peers=peers)
-    if peers:
-        report["peers"] = {"load_s": load_s, "threads": torch.get_num_threads()}
-    print(f"voice {report['voice']} (speaker {report['speaker']}), codec {report['codec']}, "
-          f"{report['torch_threads']} torch thread(s), {cfg.repeats} repeats, medians; "
-          f"RTF = wall / audio seconds of the whole batch; {report['total_wall_s']:.0f} s")
-    print(markdown_table(report))
-    if peers:
-        from audiopd.eval.bench_peers import print_table
-
-        print_table(report)
-    if args.json:
-        write_text_atomic(args.json, json.dumps(report, indent=1) + "\n")
-    return 0
 

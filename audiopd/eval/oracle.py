@@ -37,7 +37,7 @@ import numpy as np
 
 from audiopd.errors import AudiopdError
 from audiopd.eval import judging
-from audiopd.eval.tts_eval import read_manifest
+from audiopd.eval.heldout import read_manifest
 
 SYSTEMS = ("teacher", "codec", "fine", "gt_dur_parallel", "gt_dur_serial", "parallel", "serial")
 

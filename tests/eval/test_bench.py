@@ -17,7 +17,7 @@ from voice_fixtures import FRAMES_PER_TOKEN, install_voices
 
 import audiopd
 from audiopd.cli import main
-from audiopd.eval import bench
+from audiopd.eval import bench, bench_cli
 from audiopd.eval.bench import (
     BENCH_SENTENCES,
     BenchConfig,
@@ -94,7 +94,7 @@ def test_bench_structure_medians_and_interleaving(tts) -> None:
     # Interleaved per repeat: P S P S in every cell, in cell order.
     seq = [(o["target_s"], o["batch"], o["repeat"], o["mode"]) for o in report["order"]]
     assert seq == [(c["target_s"], c["batch"], r, m) for c in cells for r in range(2) for m in ("parallel", "serial")]
-    table = bench.markdown_table(report).splitlines()
+    table = bench_cli.markdown_table(report).splitlines()
     assert len(table) == 2 + len(cells) and "auto s" not in table[0]
     assert table[2].startswith(f"| 0.5 | {cells[0]['audio_s']:.2f} | 1 | ")
 
@@ -113,7 +113,7 @@ def test_auto_column_only_at_batch_1(tts) -> None:
     assert one["modes"]["auto"]["attempts"] == 1 and one["modes"]["auto"]["passed"] == 1.0
     assert [o["mode"] for o in report["order"]] == ["parallel", "serial", "auto", "parallel", "serial"]
     assert calls == one["texts"]  # only auto checked, once
-    rows = bench.markdown_table(report).splitlines()
+    rows = bench_cli.markdown_table(report).splitlines()
     assert rows[0].endswith("| auto s | auto attempts |") and rows[3].endswith("| - | - |")
 
 
@@ -124,7 +124,7 @@ def test_cli_bench_prints_the_table_and_writes_json(artifacts, capsys) -> None:
     assert main(["bench", *argv]) == 0
     report = json.loads(out.read_text())
     assert report["voice"] == "default" and report["speaker"] == "slt" and len(report["cells"]) == 2
-    assert bench.markdown_table(report) in capsys.readouterr().out
+    assert bench_cli.markdown_table(report) in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("argv, needle", [
