@@ -1,11 +1,15 @@
-"""Stage 04: round-trip evaluation on the held-out set -> DATA/eval/<decoder>.json and DATA/eval/pareto.md.
+"""Stage 04: round-trip evaluation on the held-out set -> DATA/eval/<decoder>-<tag>.json and DATA/eval/pareto.md.
 
 For each decoder of ``--decoders`` (default ``hq``, plus ``fast`` when the artifact ships it), ``audiopd.eval.codec_eval``
 judges the held-out utterances (test-split sentences by six Kokoro voices and Piper joe; no fitting or training heard
 them) as originals, through the decoder from the unquantised log-mel (row ``vocoder``) and from the first Q levels of
 the RVQ for each Q of ``--levels``: Whisper tiny.en WER, DistillMOS (``--dnsmos`` adds DNSMOS), log-mel token error,
 decode RTF on ``--threads`` torch threads. Q above the artifact's own count comes from a copy of the artifact with
-every level stage 02 fitted (``DATA/eval/codec-all``), so one run shows where more levels stop paying. Judgements
+every level stage 02 fitted (``DATA/eval/codec-all``), so one run shows where more levels stop paying.
+
+A result file is one candidate: ``<tag>`` is the first 12 hex digits of the fitted codebooks' fingerprint, and for
+``fast`` also 8 of its weights' sha256. A rerun adds its rows to the file (rows keyed by Q), a refit or a new
+vocoder checkpoint starts a new file, and ``pareto.md`` lists every file: every candidate ever evaluated. Judgements
 are cached (``DATA/eval/judge-cache.jsonl``): a rerun judges only new audio (the originals once for all decoders).
 """
 
@@ -42,15 +46,38 @@ def all_levels_artifact(data: Path, artifact: Path) -> Path:
     return out
 
 
+def merge_rows(path: Path, result: dict) -> dict:
+    """``result`` with the rows of an earlier run of the same file that it did not redo (keyed by levels), so
+    one file keeps every Q tried with one decoder and one set of codebooks."""
+    if path.is_file():
+        old = json.loads(path.read_text())
+        if old.get("items") == result.get("items"):
+            redone = {str(r["levels"]) for r in result["rows"]}
+            result = {**result, "rows": [r for r in old["rows"] if str(r["levels"]) not in redone] + result["rows"]}
+    result["rows"].sort(key=lambda r: (-1, 0) if r["levels"] == "vocoder" else (0, int(r["levels"])))
+    return result
+
+
+def candidate_tag(codec, directory: Path, decoder: str) -> str:
+    """Names one candidate: its codebooks (fingerprint) and, for ``fast``, its weights."""
+    from audiopd.artifacts import sha256_file
+
+    tag = codec.token_fingerprint[:12]
+    if decoder == "fast":
+        tag += "-" + sha256_file(Path(directory) / codec.cfg.fast.weights_file)[:8]
+    return tag
+
+
 def pareto(results: dict[str, dict]) -> str:
-    """One markdown table: every (decoder, levels) row with DistillMOS, WER and decode RTF, originals first."""
+    """One markdown table: every (candidate, levels) row with DistillMOS, WER and decode RTF, originals first.
+    ``results`` maps a label (``decoder @ tag``) to a codec_eval JSON."""
     lines = ["| decoder | levels | DistillMOS | WER % | decode RTF | log-mel MAE |", "|---|---|---|---|---|---|"]
     first = next(iter(results.values()))
     o = first["original"]
     lines.append(f"| original | - | {o.get('distillmos')} | {o.get('wer')} | - | - |")
-    for decoder, res in results.items():
+    for label, res in results.items():
         for r in res["rows"]:
-            lines.append(f"| {decoder} | {r['levels']} | {r.get('distillmos')} | {r.get('wer')} | "
+            lines.append(f"| {label} | {r['levels']} | {r.get('distillmos')} | {r.get('wer')} | "
                          f"{r.get('decode_rtf')} | {r.get('logmel_mae')} |")
     n = first.get("items")
     return (f"Held-out round trip, {n} utterances, judged by {first['judge'].get('asr', 'whisper')} + DistillMOS; "
@@ -71,21 +98,34 @@ def main(argv: list[str] | None = None) -> int:
     from audiopd.eval import codec_eval
 
     evaluated = all_levels_artifact(data, artifact)
-    decoders = args.decoders.split(",") if args.decoders else list(load_codec(evaluated).decoders)
-    results = {}
+    every = load_codec(evaluated)
+    decoders = args.decoders.split(",") if args.decoders else list(every.decoders)
+    held = len(cc.read_manifest(data, "heldout"))
+    items = min(args.limit, held)
+    probe = "" if items == held else f"-n{items}"  # a --limit probe keeps its own files and table
     for decoder in decoders:
-        out = data / "eval" / f"{decoder}.json"
+        tag = candidate_tag(every, evaluated, decoder)
+        out = data / "eval" / f"{decoder}-{tag}{probe}.json"
+        run = out.with_name(f".{out.name}.run")
         argv_eval = ["--manifest", str(data / "manifest.jsonl"), "--set", "heldout", "--codec", str(evaluated),
                      "--decoder", decoder, "--levels", args.levels, "--limit", str(args.limit), "--no-pesq",
                      "--no-f0", "--threads", str(args.threads), "--judge-cache",
-                     str(data / "eval" / "judge-cache.jsonl"), "--json", str(out)]
+                     str(data / "eval" / "judge-cache.jsonl"), "--json", str(run)]
         if not args.dnsmos:
             argv_eval.append("--no-dnsmos")
         if codec_eval.main(argv_eval) != 0:
             return 2
-        results[decoder] = json.loads(out.read_text())
+        merged = merge_rows(out, json.loads(run.read_text()))
+        cc.atomic_write_text(out, json.dumps({**merged, "tag": tag}, indent=1) + "\n")
+        run.unlink()
+    results = {}  # every candidate judged on as many utterances as this run
+    for path in sorted((data / "eval").glob("*-*.json"), key=lambda p: p.stat().st_mtime):
+        res = json.loads(path.read_text())
+        if "tag" in res and res.get("items") == items:
+            results[f"{res['decoder']} @ {res['tag']}"] = res
     table = pareto(results)
-    cc.atomic_write_text(data / "eval" / "pareto.md", table)
+    name = f"pareto{probe}.md"
+    cc.atomic_write_text(data / "eval" / name, table)
     print(table)
     return 0
 

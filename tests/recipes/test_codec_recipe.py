@@ -153,3 +153,35 @@ def test_teacher_targets_are_rendered_once_then_cached(data: Path, tmp_path) -> 
     corpus.set_targets(clean, quantized)
     assert {p.parent.parent.name for p in (data / "teacher").glob("*/*/*.wav")} == {
         "clean", f"q2-{codec.token_fingerprint[:12]}"}
+
+
+def test_evaluation_keeps_every_candidate_in_the_pareto(data: Path, tmp_path, monkeypatch) -> None:
+    from audiopd.eval import codec_eval
+
+    art = tmp_path / "mel-pareto"
+    assert fit02.main(["--data", str(data), "--levels", "3", "--cardinality", "8", "--iters", "2",
+                       "--ship-levels", "2", "--out", str(art), "--name", "mel-pareto", "--force"]) == 0
+    n_held = len(cc.read_manifest(data, "heldout"))
+
+    def fake_eval(argv):  # the judges' stand-in: one row per asked Q, MOS rising with Q
+        a = dict(zip(argv[::2], argv[1::2]))
+        levels = [int(q) for q in a["--levels"].split(",")]
+        rows = [{"levels": "vocoder", "distillmos": 4.4, "wer": 1.0}]
+        rows += [{"levels": q, "distillmos": 3.0 + q / 10, "wer": 2.0} for q in levels]
+        Path(a["--json"]).write_text(json.dumps({
+            "original": {"distillmos": 4.5, "wer": 1.0}, "rows": rows, "judge": {"asr": "whisper"},
+            "decoder": a["--decoder"], "threads": 1, "items": min(int(a["--limit"]), n_held)}))
+        return 0
+
+    monkeypatch.setattr(codec_eval, "main", fake_eval)
+    base = ["--data", str(data), "--codec", str(art), "--decoders", "hq"]
+    assert eval04.main([*base, "--levels", "1,2"]) == 0
+    assert eval04.main([*base, "--levels", "3,2"]) == 0
+    (result,) = [p for p in (data / "eval").glob("hq-*.json")]
+    assert [r["levels"] for r in json.loads(result.read_text())["rows"]] == ["vocoder", 1, 2, 3]
+    table = (data / "eval" / "pareto.md").read_text()
+    assert table.count("| hq @ ") == 4 and "| original | - | 4.5 |" in table
+    assert eval04.main([*base, "--levels", "1", "--limit", "2"]) == 0  # a probe: its own table, same file untouched
+    assert (data / "eval" / "pareto-n2.md").is_file()
+    assert [r["levels"] for r in json.loads(result.read_text())["rows"]] == ["vocoder", 1, 2, 3]
+    assert (data / "eval" / "pareto.md").read_text() == table
