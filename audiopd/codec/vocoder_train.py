@@ -44,6 +44,9 @@ class TrainConfig:
     weight_decay: float = 0.01
     mel_weight: float = 1.0
     phase_weight: float = 0.3
+    # L1 between power-compressed complex spectra (|S|^0.3 with S's phase; Braun & Tashev 2021's compressed
+    # complex loss): with teacher targets the phase is a function of the mel, so it can be regressed directly.
+    complex_weight: float = 0.0
     quantized_p: float = 0.5
     max_steps: int = 1_000_000
     max_seconds: float = 0.0  # stop after this much training time in this run (0 = no limit)
@@ -129,6 +132,18 @@ class Losses(nn.Module):
         total = mel_weight * mel + (sc + mag) / k
         return total, {"mel_l1": mel.item(), "sc": sc.item() / k, "logmag": mag.item() / k}
 
+    def compressed_complex(self, spec_hat: torch.Tensor, y: torch.Tensor, power: float = 0.3) -> torch.Tensor:
+        """Mean |c(spec_hat) - c(STFT(y))| with c(S) = |S|^power e^(i angle S), at the vocoder's own STFT."""
+        c = self.cfg
+        ref = torch.stft(y, c.n_fft, c.hop, c.n_fft, window=getattr(self, f"win{c.n_fft}"), center=True,
+                         return_complex=True)[..., : spec_hat.shape[-1]]
+
+        def compress(x: torch.Tensor) -> torch.Tensor:
+            mag = x.abs().clamp(min=1e-7)
+            return x * (mag ** (power - 1.0))
+
+        return (compress(spec_hat) - compress(ref)).abs().mean()
+
     def phase(self, spec_hat: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, float]:
         """APNet's three anti-wrapping phase losses between ``spec_hat`` ``[B, bins, T]`` and ``y``'s STFT at the
         vocoder's own resolution, each a magnitude-weighted mean; returns (sum, its value)."""
@@ -209,6 +224,10 @@ def train(corpus: Corpus, run: Path, tc: TrainConfig, log: Callable[[str], None]
         mel, y = corpus.batch(rng, tc)
         spec = model.spectrum(mel)
         loss, parts = losses(model.waveform(spec), y, tc.mel_weight)
+        if tc.complex_weight:
+            cpx = losses.compressed_complex(spec, y)
+            parts["complex"] = cpx.item()
+            loss = loss + tc.complex_weight * cpx
         if tc.phase_weight:
             phase, parts["phase"] = losses.phase(spec, y)
             loss = loss + tc.phase_weight * phase

@@ -89,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--checkpoint-min", type=float, default=5.0, help="minutes between checkpoints")
         p.add_argument("--batch", type=int, default=8)
         p.add_argument("--lr", type=float, default=5e-4)
+        p.add_argument("--complex-weight", type=float, default=None,
+                       help="compressed complex-spectrum L1 weight (default 1 with teacher targets, else 0)")
         p.add_argument("--quantized-p", type=float, default=0.5, help="share of segments fed RVQ-decoded mels")
         p.add_argument("--targets", choices=("teacher", "natural"), default="teacher",
                        help="what to train towards: the hq teacher's rendering of each input mel, or the audio")
@@ -117,8 +119,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.targets == "teacher":
         corpus.set_targets(*teacher_targets(data, rows, corpus, codec, log=lambda m: print(m, flush=True),
                                             quantized=args.quantized_p > 0))
-    tc = TrainConfig(batch=args.batch, lr=args.lr, quantized_p=args.quantized_p, max_steps=args.steps,
-                     max_seconds=args.hours * 3600.0, checkpoint_every_s=args.checkpoint_min * 60.0)
+    complex_weight = args.complex_weight if args.complex_weight is not None else float(args.targets == "teacher")
+    tc = TrainConfig(batch=args.batch, lr=args.lr, quantized_p=args.quantized_p, complex_weight=complex_weight,
+                     max_steps=args.steps, max_seconds=args.hours * 3600.0,
+                     checkpoint_every_s=args.checkpoint_min * 60.0)
     state = train(corpus, run, tc, log=lambda m: print(m, flush=True))
     print(json.dumps({k: v for k, v in state.items() if k != "history"}), flush=True)
     return 0

@@ -68,3 +68,18 @@ def test_teacher_targets_follow_the_input_mel(corpus: Corpus) -> None:
             corpus.set_targets(clean[:1], quantized)
     finally:
         corpus.set_targets(corpus.audio, corpus.audio)
+
+
+def test_compressed_complex_loss_is_zero_on_the_target_and_sees_phase(corpus: Corpus) -> None:
+    losses = Losses(corpus.cfg)
+    y = torch.from_numpy(corpus.audio[0][None, : 16 * HOP].copy())
+    spec = torch.stft(y, 1024, HOP, 1024, window=torch.hann_window(1024), center=True, return_complex=True)
+    assert losses.compressed_complex(spec, y).item() < 1e-5
+    flipped = losses.compressed_complex(spec * 1j, y).item()  # same magnitudes, phase turned by 90 degrees
+    assert flipped > 0.1 and losses(torch.zeros_like(y), y, 1.0)[0].item() > 0
+
+
+def test_training_with_the_complex_loss_logs_it(corpus: Corpus, tmp_path) -> None:
+    tc = TrainConfig(segment_frames=8, batch=2, max_steps=2, log_every=2, checkpoint_every_s=1e9, complex_weight=1.0)
+    state = train(corpus, tmp_path / "run", tc, log=lambda m: None)
+    assert state["history"][-1]["complex"] > 0
