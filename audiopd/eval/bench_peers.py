@@ -43,6 +43,12 @@ def run_peer(peer: Any, texts: Sequence[str]) -> dict[str, float]:
     return {"wall_s": time.perf_counter() - t0, "audio_s": audio_s}
 
 
+def _ratio(a: float, b: float) -> float:
+    """a / b to 4 significant digits: a fixed number of decimals would flatten the small ratios (a fast peer
+    against the serial decoder reads 0.0076, not 0.008)."""
+    return float(f"{a / b:.4g}")
+
+
 def summarize(runs: list[dict[str, float]], parallel_s: float, serial_s: float,
               parallel_rtf: float | None) -> dict[str, Any]:
     wall = [r["wall_s"] for r in runs]
@@ -52,9 +58,9 @@ def summarize(runs: list[dict[str, float]], parallel_s: float, serial_s: float,
     return {
         "wall_s": [round(w, 4) for w in wall], "median_s": round(med, 4), "audio_s": round(audio, 3),
         "rtf": None if rtf is None else round(rtf, 4),
-        "over_parallel": round(med / parallel_s, 3) if parallel_s > 0 else None,
-        "over_serial": round(med / serial_s, 3) if serial_s > 0 else None,
-        "rtf_over_parallel": round(rtf / parallel_rtf, 3) if rtf and parallel_rtf else None,
+        "over_parallel": _ratio(med, parallel_s) if parallel_s > 0 else None,
+        "over_serial": _ratio(med, serial_s) if serial_s > 0 else None,
+        "rtf_over_parallel": _ratio(rtf, parallel_rtf) if rtf and parallel_rtf else None,
     }
 
 
