@@ -46,6 +46,9 @@ class FastVocoderConfig:
     layers: int = 8
     kernel: int = 7
     weights_file: str = ""
+    # How far the shipped weights were trained (recipes/codec/03 --export), so a later run can carry on from them.
+    trained_steps: int = 0
+    trained_hours: float = 0.0
 
 
 @dataclass(frozen=True)

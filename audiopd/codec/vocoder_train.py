@@ -4,13 +4,13 @@ Input: each fitting utterance's log-mel, or with probability ``quantized_p`` the
 residual VQ, so the vocoder learns the mels it will be given at synthesis. Target: by default the original natural
 waveform; with ``Corpus.set_targets``, the ``hq`` teacher's rendering of that very input (clean or quantised mel),
 as issue 22 suggests: a mel does not fix its waveform's phase, the teacher's deterministic answer does, so the
-student learns one function (HiFi-GAN's) instead of averaging over the phases natural speech could have had. Losses (HiFi-GAN's mel L1, Kong et al. 2020, plus the
-multi-resolution STFT loss of Parallel WaveGAN, Yamamoto et al. 2020): ``mel_weight`` x L1 of log-mels +
-spectral convergence and log-magnitude L1 at three STFT resolutions, and ``phase_weight`` x APNet's anti-wrapping
-phase losses (Ai & Ling 2023: instantaneous phase, group delay, instantaneous angular frequency) between the
-predicted phase and the natural waveform's, weighted by the natural magnitude: magnitude losses alone leave the
-phase of an iSTFT vocoder unconstrained. No adversarial phase yet: Vocos (Siuzdak 2023) adds multi-period and
-multi-resolution discriminators once the reconstruction phase has converged.
+student learns one function (HiFi-GAN's) instead of averaging over the phases natural speech could have had.
+Losses (HiFi-GAN's mel L1, Kong et al. 2020, plus the multi-resolution STFT loss of Parallel WaveGAN, Yamamoto
+et al. 2020): ``mel_weight`` x L1 of log-mels + spectral convergence and log-magnitude L1 at three STFT resolutions,
+and ``phase_weight`` x APNet's anti-wrapping phase losses (Ai & Ling 2023: instantaneous phase, group delay,
+instantaneous angular frequency) between the predicted phase and the target's, weighted by the target's magnitude:
+magnitude losses alone leave the phase of an iSTFT vocoder unconstrained. No adversarial phase yet: Vocos
+(Siuzdak 2023) adds multi-period and multi-resolution discriminators once the reconstruction phase has converged.
 
 A run is a directory: ``model.safetensors``, ``optim.safetensors`` (AdamW's moments, by parameter name) and
 ``state.json`` (step, seconds trained, loss history), written every ``checkpoint_every_s`` and at the end, each file
@@ -206,13 +206,26 @@ def load_checkpoint(run: Path, model: FastVocoder, opt: torch.optim.Optimizer) -
     return state
 
 
-def train(corpus: Corpus, run: Path, tc: TrainConfig, log: Callable[[str], None] = print) -> dict:
-    """Train (or resume) the fast vocoder of ``corpus``'s codec in directory ``run``; returns the final state."""
+def train(corpus: Corpus, run: Path, tc: TrainConfig, log: Callable[[str], None] = print,
+          init: tuple[Path, dict] | None = None) -> dict:
+    """Train (or resume) the fast vocoder of ``corpus``'s codec in directory ``run``; returns the final state.
+
+    ``init = (weights, record)``: a run with no checkpoint yet starts from these generator weights (e.g. the ones an
+    artifact ships) and from the step count and training time in ``record``, so training carries on across machines
+    whose disks do not persist; the optimizer's moments start afresh."""
+    from safetensors.torch import load_file
+
     torch.manual_seed(tc.seed)
     model = new_fast(corpus.cfg)
     losses = Losses(corpus.cfg)
     opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, betas=(0.9, 0.99), weight_decay=tc.weight_decay)
-    state = load_checkpoint(run, model, opt) or {"step": 0, "train_seconds": 0.0, "history": []}
+    state = load_checkpoint(run, model, opt)
+    if not state and init is not None:
+        model.load_state_dict(load_file(str(init[0])), strict=True)
+        state = {"step": int(init[1].get("steps", 0)), "train_seconds": float(init[1].get("train_seconds", 0.0)),
+                 "history": [], "init_from": str(init[0])}
+        log(f"warm start from {init[0]} (step {state['step']})")
+    state = state or {"step": 0, "train_seconds": 0.0, "history": []}
     rng = np.random.default_rng(tc.seed + state["step"])  # a resumed run draws new segments, not the same ones
     log(f"{'resuming at step ' + str(state['step']) if state['step'] else 'starting'}: "
         f"{sum(p.numel() for p in model.parameters())} parameters, {int(corpus.frames.sum())} frames")

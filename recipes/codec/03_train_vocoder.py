@@ -5,7 +5,9 @@ the natural corpus's rendered train split) is held in memory with its log-mel an
 through the artifact's codebooks (``--codec``, default ``codecs/mel22k``);
 ``audiopd.codec.vocoder_train`` trains on random 32-frame segments, checkpointing every ``--checkpoint-min`` minutes.
 Rerun the same command to go on from the last checkpoint (``--hours`` bounds one run; a kill loses at most one
-checkpoint interval). Run it in the background next to other work:
+checkpoint interval). A new run directory starts from the weights the artifact ships (``fast.weights_file``, with
+their step count), so training carries on across machines whose disks are wiped; ``--from-scratch`` opts out.
+Run it in the background next to other work:
 ``OMP_NUM_THREADS=1 nohup nice -n 19 python recipes/codec/03_train_vocoder.py --data DATA --threads 1 &``.
 
 ``--targets teacher`` (the default) trains towards the ``hq`` teacher's rendering of each input mel, clean and
@@ -44,7 +46,8 @@ def export(run: Path, artifact: Path, default_decoder: str | None) -> None:
     state = json.loads((run / "state.json").read_text())
     cfg = yaml.safe_load((artifact / "config.yaml").read_text())
     shutil.copyfile(run / "model.safetensors", artifact / WEIGHTS)
-    cfg["fast"] = {**cfg.get("fast", {}), "weights_file": WEIGHTS}
+    cfg["fast"] = {**cfg.get("fast", {}), "weights_file": WEIGHTS, "trained_steps": int(state["step"]),
+                   "trained_hours": round(state["train_seconds"] / 3600, 2)}
     if default_decoder:
         cfg["default_decoder"] = default_decoder
     (artifact / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
@@ -95,8 +98,11 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--targets", choices=("teacher", "natural"), default="teacher",
                        help="what to train towards: the hq teacher's rendering of each input mel, or the audio")
         p.add_argument("--natural", default=None, help="also train on this natural corpus's train split (its DATA)")
-        p.add_argument("--max-utterances", type=int, default=0, help="use only the first N fitting utterances")
+        p.add_argument("--max-utterances", type=int, default=0,
+                       help="use N fitting utterances, spread evenly over the set (every voice keeps its share)")
         p.add_argument("--threads", type=int, default=1, help="torch threads (default 1: a background job)")
+        p.add_argument("--from-scratch", action="store_true",
+                       help="a new run starts from random weights, not from the artifact's shipped fast weights")
         p.add_argument("--export", action="store_true", help="ship the last checkpoint in the artifact and exit")
         p.add_argument("--default-decoder", choices=("hq", "fast"), default=None, help="with --export")
     args = cc.stage_args(__doc__.splitlines()[0], argv, extra)
@@ -113,8 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     codec = load_codec(artifact)
     rows = cc.fit_rows(data, args.natural)
-    if args.max_utterances:
-        rows = rows[: args.max_utterances]
+    if 0 < args.max_utterances < len(rows):  # the manifest is grouped by voice: take every k-th row, not a prefix
+        rows = [rows[i] for i in np.linspace(0, len(rows) - 1, args.max_utterances).round().astype(int)]
     corpus = Corpus([cc.load_audio(data, r) for r in rows], codec)
     if args.targets == "teacher":
         corpus.set_targets(*teacher_targets(data, rows, corpus, codec, log=lambda m: print(m, flush=True),
@@ -123,7 +129,10 @@ def main(argv: list[str] | None = None) -> int:
     tc = TrainConfig(batch=args.batch, lr=args.lr, quantized_p=args.quantized_p, complex_weight=complex_weight,
                      max_steps=args.steps, max_seconds=args.hours * 3600.0,
                      checkpoint_every_s=args.checkpoint_min * 60.0)
-    state = train(corpus, run, tc, log=lambda m: print(m, flush=True))
+    fast = codec.cfg.fast
+    init = None if args.from_scratch or not fast.weights_file else (
+        artifact / fast.weights_file, {"steps": fast.trained_steps, "train_seconds": fast.trained_hours * 3600})
+    state = train(corpus, run, tc, log=lambda m: print(m, flush=True), init=init)
     print(json.dumps({k: v for k, v in state.items() if k != "history"}), flush=True)
     return 0
 

@@ -94,6 +94,17 @@ def test_fit_train_export_and_pareto(data: Path, tmp_path) -> None:
     assert train03.main(["--data", str(data), "--codec", str(art), "--export"]) == 0
     fast = load_codec(art, decoder="fast")
     assert fast.decoders == ("hq", "fast") and fast.decode(fast.encode(np.zeros(600, np.float32))).shape == (1, 768)
+    assert fast.cfg.fast.trained_steps == 2
+    # A new run directory (a wiped disk) carries on from the shipped weights and their step count, unless told not.
+    warm = tmp_path / "warm"
+    assert train03.main(["--data", str(data), "--codec", str(art), "--steps", "3", "--batch", "2",
+                         "--targets", "natural", "--run", str(warm)]) == 0
+    state = json.loads((warm / "state.json").read_text())
+    assert state["step"] == 3 and state["init_from"].endswith("fast.safetensors")
+    cold = tmp_path / "cold"
+    assert train03.main(["--data", str(data), "--codec", str(art), "--steps", "1", "--batch", "2",
+                         "--targets", "natural", "--run", str(cold), "--from-scratch"]) == 0
+    assert "init_from" not in json.loads((cold / "state.json").read_text())
     # A refit of the artifact keeps the exported vocoder and the README's hand-written notes.
     with open(art / "README.md", "a", encoding="utf-8") as f:
         f.write("Measured: by hand.\n")
