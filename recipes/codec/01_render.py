@@ -70,8 +70,8 @@ def render(data: Path, jobs: list[cc.Job], threads: int, log=print) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     def extra(p):
-        p.add_argument("--joe-fit", type=int, default=200, help="train sentences by Piper joe (default 200)")
-        p.add_argument("--kokoro-fit", type=int, default=5, help="train sentences per Kokoro voice (default 5)")
+        p.add_argument("--joe-fit", type=int, default=600, help="train sentences by Piper joe (default 600)")
+        p.add_argument("--kokoro-fit", type=int, default=60, help="train sentences per Kokoro voice (default 60)")
         p.add_argument("--heldout", type=int, default=226, help="test sentences, voices in turn (default: all 226)")
         p.add_argument("--only", choices=("heldout", "fit"), default=None, help="render one set only")
         p.add_argument("--threads", type=int, default=1, help="onnxruntime threads per teacher (default 1)")
