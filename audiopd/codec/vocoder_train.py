@@ -9,12 +9,14 @@ Losses (HiFi-GAN's mel L1, Kong et al. 2020, plus the multi-resolution STFT loss
 et al. 2020): ``mel_weight`` x L1 of log-mels + spectral convergence and log-magnitude L1 at three STFT resolutions,
 and ``phase_weight`` x APNet's anti-wrapping phase losses (Ai & Ling 2023: instantaneous phase, group delay,
 instantaneous angular frequency) between the predicted phase and the target's, weighted by the target's magnitude:
-magnitude losses alone leave the phase of an iSTFT vocoder unconstrained. No adversarial phase yet: Vocos
-(Siuzdak 2023) adds multi-period and multi-resolution discriminators once the reconstruction phase has converged.
+magnitude losses alone leave the phase of an iSTFT vocoder unconstrained. From step ``gan_from_step`` on (0: never)
+the adversarial phase adds Vocos's (Siuzdak 2023) multi-period and multi-resolution discriminators
+(``vocoder_gan``): least-squares adversarial and feature-matching losses, the discriminators trained in turn.
 
-A run is a directory: ``model.safetensors``, ``optim.safetensors`` (AdamW's moments, by parameter name) and
-``state.json`` (step, seconds trained, loss history), written every ``checkpoint_every_s`` and at the end, each file
-by temp file + rename and ``state.json`` last, so a kill at any moment resumes from the last whole checkpoint.
+A run is a directory: ``model.safetensors``, ``optim.safetensors`` (AdamW's moments, by parameter name), once the
+adversarial phase has begun ``disc.safetensors`` and ``disc-optim.safetensors`` likewise, and ``state.json`` (step,
+seconds trained, loss history), written every ``checkpoint_every_s`` and at the end, each file by temp file +
+rename and ``state.json`` last, so a kill at any moment resumes from the last whole checkpoint.
 """
 
 from __future__ import annotations
@@ -48,6 +50,11 @@ class TrainConfig:
     # complex loss): with teacher targets the phase is a function of the mel, so it can be regressed directly.
     complex_weight: float = 0.0
     quantized_p: float = 0.5
+    # The adversarial phase (vocoder_gan): from this step on (0 = never), with HiFi-GAN's weights and optimiser.
+    gan_from_step: int = 0
+    adv_weight: float = 1.0
+    fm_weight: float = 2.0
+    d_lr: float = 2e-4
     max_steps: int = 1_000_000
     max_seconds: float = 0.0  # stop after this much training time in this run (0 = no limit)
     checkpoint_every_s: float = 300.0
@@ -176,34 +183,72 @@ def _atomic(path: Path, write: Callable[[Path], None]) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def save_checkpoint(run: Path, model: FastVocoder, opt: torch.optim.Optimizer, state: dict) -> None:
+def _moments(model: nn.Module, opt: torch.optim.Optimizer) -> tuple[dict, float]:
+    names = {id(p): n for n, p in model.named_parameters()}
+    moments, step = {}, 0.0
+    for p, st in opt.state.items():
+        for key in ("exp_avg", "exp_avg_sq"):
+            moments[f"{key}.{names[id(p)]}"] = st[key].contiguous()
+        step = float(st["step"])
+    return moments, step
+
+
+def _restore(model: nn.Module, opt: torch.optim.Optimizer, weights: Path, moments: Path, step: float) -> None:
+    from safetensors.torch import load_file
+
+    model.load_state_dict(load_file(str(weights)), strict=True)
+    saved = load_file(str(moments))
+    for n, p in model.named_parameters():
+        opt.state[p] = {"step": torch.tensor(step), "exp_avg": saved[f"exp_avg.{n}"],
+                        "exp_avg_sq": saved[f"exp_avg_sq.{n}"]}
+
+
+def save_checkpoint(run: Path, model: FastVocoder, opt: torch.optim.Optimizer, state: dict,
+                    disc: tuple[nn.Module, torch.optim.Optimizer] | None = None) -> None:
+    """Write the generator (and the discriminators with their optimiser, when given), ``state.json`` last."""
     from safetensors.torch import save_file
 
     run.mkdir(parents=True, exist_ok=True)
-    names = {id(p): n for n, p in model.named_parameters()}
-    moments = {}
-    for p, s in opt.state.items():
-        for key in ("exp_avg", "exp_avg_sq"):
-            moments[f"{key}.{names[id(p)]}"] = s[key].contiguous()
-        state["adam_step"] = float(s["step"])
-    _atomic(run / "model.safetensors", lambda t: save_file(model.state_dict(), str(t)))
-    _atomic(run / "optim.safetensors", lambda t: save_file(moments, str(t)))
+    parts = [("model", "optim", "adam_step", model, opt)]
+    if disc is not None:
+        parts.append(("disc", "disc-optim", "disc_adam_step", *disc))
+    for stem, optim_stem, key, module, optimizer in parts:
+        moments, state[key] = _moments(module, optimizer)
+        _atomic(run / f"{stem}.safetensors", lambda t, m=module: save_file(m.state_dict(), str(t)))
+        _atomic(run / f"{optim_stem}.safetensors", lambda t, m=moments: save_file(m, str(t)))
     _atomic(run / "state.json", lambda t: t.write_text(json.dumps(state, indent=1) + "\n"))
 
 
-def load_checkpoint(run: Path, model: FastVocoder, opt: torch.optim.Optimizer) -> dict:
-    """Restore model and optimizer from ``run``; {} when it holds no checkpoint yet."""
-    from safetensors.torch import load_file
-
+def load_checkpoint(run: Path, model: FastVocoder, opt: torch.optim.Optimizer,
+                    disc: tuple[nn.Module, torch.optim.Optimizer] | None = None) -> dict:
+    """Restore model and optimizer (and the discriminators, when given and saved) from ``run``; {} when it holds
+    no checkpoint yet."""
     if not (run / "state.json").is_file():
         return {}
     state = json.loads((run / "state.json").read_text())
-    model.load_state_dict(load_file(str(run / "model.safetensors")), strict=True)
-    moments = load_file(str(run / "optim.safetensors"))
-    for n, p in model.named_parameters():
-        opt.state[p] = {"step": torch.tensor(state["adam_step"]), "exp_avg": moments[f"exp_avg.{n}"],
-                        "exp_avg_sq": moments[f"exp_avg_sq.{n}"]}
+    _restore(model, opt, run / "model.safetensors", run / "optim.safetensors", state["adam_step"])
+    if disc is not None and "disc_adam_step" in state:
+        _restore(*disc, run / "disc.safetensors", run / "disc-optim.safetensors", state["disc_adam_step"])
     return state
+
+
+def adversarial_step(disc: tuple[nn.Module, torch.optim.Optimizer], y_hat: torch.Tensor, y: torch.Tensor,
+                     tc: TrainConfig, parts: dict) -> torch.Tensor:
+    """One discriminator update on (real, generated), then the generator's weighted adversarial + feature-matching
+    loss against the updated discriminators (to add to its own); the three values go into ``parts``."""
+    from audiopd.codec.vocoder_gan import discriminator_loss, generator_losses
+
+    d, d_opt = disc
+    real = d(y)
+    d_loss = discriminator_loss(real, d(y_hat.detach()))
+    d_opt.zero_grad(set_to_none=True)
+    d_loss.backward()
+    nn.utils.clip_grad_norm_(d.parameters(), 10.0)
+    d_opt.step()
+    # The real features of the step before the update serve as the matching targets: one pass fewer on a CPU.
+    adv, fm = generator_losses(real, d(y_hat))
+    parts.update(d=d_loss.item(), adv=adv.item(), fm=fm.item())
+    return tc.adv_weight * adv + tc.fm_weight * fm
 
 
 def train(corpus: Corpus, run: Path, tc: TrainConfig, log: Callable[[str], None] = print,
@@ -219,7 +264,13 @@ def train(corpus: Corpus, run: Path, tc: TrainConfig, log: Callable[[str], None]
     model = new_fast(corpus.cfg)
     losses = Losses(corpus.cfg)
     opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, betas=(0.9, 0.99), weight_decay=tc.weight_decay)
-    state = load_checkpoint(run, model, opt)
+    disc = None
+    if tc.gan_from_step:
+        from audiopd.codec.vocoder_gan import Discriminators
+
+        d = Discriminators()
+        disc = (d, torch.optim.AdamW(d.parameters(), lr=tc.d_lr, betas=(0.8, 0.99)))
+    state = load_checkpoint(run, model, opt, disc)
     if not state and init is not None:
         model.load_state_dict(load_file(str(init[0])), strict=True)
         state = {"step": int(init[1].get("steps", 0)), "train_seconds": float(init[1].get("train_seconds", 0.0)),
@@ -236,7 +287,8 @@ def train(corpus: Corpus, run: Path, tc: TrainConfig, log: Callable[[str], None]
     while state["step"] < tc.max_steps:
         mel, y = corpus.batch(rng, tc)
         spec = model.spectrum(mel)
-        loss, parts = losses(model.waveform(spec), y, tc.mel_weight)
+        y_hat = model.waveform(spec)
+        loss, parts = losses(y_hat, y, tc.mel_weight)
         if tc.complex_weight:
             cpx = losses.compressed_complex(spec, y)
             parts["complex"] = cpx.item()
@@ -244,6 +296,8 @@ def train(corpus: Corpus, run: Path, tc: TrainConfig, log: Callable[[str], None]
         if tc.phase_weight:
             phase, parts["phase"] = losses.phase(spec, y)
             loss = loss + tc.phase_weight * phase
+        if disc is not None and state["step"] >= tc.gan_from_step:
+            loss = loss + adversarial_step(disc, y_hat, y, tc, parts)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), 10.0)
@@ -261,7 +315,7 @@ def train(corpus: Corpus, run: Path, tc: TrainConfig, log: Callable[[str], None]
         if now - t_ckpt >= tc.checkpoint_every_s or done or state["step"] >= tc.max_steps:
             state["train_seconds"] = round(state["train_seconds"] + now - t_ckpt, 1)
             t_ckpt = now
-            save_checkpoint(run, model, opt, state)
+            save_checkpoint(run, model, opt, state, disc if disc is not None and disc[1].state else None)
             log(f"checkpoint at step {state['step']} ({state['train_seconds'] / 3600:.2f} h trained)")
         if done:
             break

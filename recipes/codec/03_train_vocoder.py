@@ -95,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--complex-weight", type=float, default=None,
                        help="compressed complex-spectrum L1 weight (default 1 with teacher targets, else 0)")
         p.add_argument("--quantized-p", type=float, default=0.5, help="share of segments fed RVQ-decoded mels")
+        p.add_argument("--gan-from-step", type=int, default=0,
+                       help="start the adversarial phase (discriminators) at this total step (default 0: never)")
         p.add_argument("--targets", choices=("teacher", "natural"), default="teacher",
                        help="what to train towards: the hq teacher's rendering of each input mel, or the audio")
         p.add_argument("--natural", default=None, help="also train on this natural corpus's train split (its DATA)")
@@ -127,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
                                             quantized=args.quantized_p > 0))
     complex_weight = args.complex_weight if args.complex_weight is not None else float(args.targets == "teacher")
     tc = TrainConfig(batch=args.batch, lr=args.lr, quantized_p=args.quantized_p, complex_weight=complex_weight,
+                     gan_from_step=args.gan_from_step,
                      max_steps=args.steps, max_seconds=args.hours * 3600.0,
                      checkpoint_every_s=args.checkpoint_min * 60.0)
     fast = codec.cfg.fast

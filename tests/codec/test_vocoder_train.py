@@ -83,3 +83,37 @@ def test_training_with_the_complex_loss_logs_it(corpus: Corpus, tmp_path) -> Non
     tc = TrainConfig(segment_frames=8, batch=2, max_steps=2, log_every=2, checkpoint_every_s=1e9, complex_weight=1.0)
     state = train(corpus, tmp_path / "run", tc, log=lambda m: None)
     assert state["history"][-1]["complex"] > 0
+
+
+def test_discriminators_judge_every_period_and_resolution() -> None:
+    from audiopd.codec.vocoder_gan import PERIODS, RESOLUTIONS, Discriminators, discriminator_loss, generator_losses
+
+    torch.manual_seed(0)
+    d = Discriminators()
+    real, fake = torch.randn(2, 4096) * 0.1, torch.zeros(2, 4096)
+    judged_real, judged_fake = d(real), d(fake)
+    assert len(judged_real) == len(PERIODS) + len(RESOLUTIONS)
+    assert all(logits.shape[0] == 2 and len(fmaps) >= 2 for logits, fmaps in judged_real)
+    adv, fm = generator_losses(judged_real, judged_real)
+    assert fm.item() == 0.0 and adv.item() > 0  # identical features match exactly; an untrained D does not say 1
+    # A few discriminator steps learn to tell the two apart: its loss falls.
+    opt = torch.optim.AdamW(d.parameters(), lr=1e-3)
+    first = None
+    for _ in range(8):
+        loss = discriminator_loss(d(real), d(fake))
+        first = first if first is not None else loss.item()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert loss.item() < first
+
+
+def test_adversarial_phase_trains_and_resumes_its_discriminators(corpus: Corpus, tmp_path) -> None:
+    run = tmp_path / "gan"
+    tc = TrainConfig(segment_frames=8, batch=2, max_steps=6, log_every=2, gan_from_step=3, checkpoint_every_s=1e9)
+    state = train(corpus, run, tc, log=lambda m: None)
+    assert "adv" not in state["history"][0] and {"adv", "fm", "d"} <= set(state["history"][-1])
+    assert (run / "disc.safetensors").is_file() and state["disc_adam_step"] == 3
+    more = train(corpus, run, TrainConfig(segment_frames=8, batch=2, max_steps=8, log_every=2, gan_from_step=3),
+                 log=lambda m: None)
+    assert more["step"] == 8 and more["disc_adam_step"] == 5  # the discriminators' optimiser resumed, not restarted
