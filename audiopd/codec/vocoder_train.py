@@ -50,11 +50,12 @@ class TrainConfig:
     # complex loss): with teacher targets the phase is a function of the mel, so it can be regressed directly.
     complex_weight: float = 0.0
     quantized_p: float = 0.5
-    # The adversarial phase (vocoder_gan): from this step on (0 = never), with HiFi-GAN's weights and optimiser.
+    # The adversarial phase (vocoder_gan) from this step on (0 = never). HiFi-GAN weighs adversarial 1, feature
+    # matching 2 and mel L1 45 (Kong et al. 2020, V1 config); here mel L1 weighs 1, so the other two are scaled.
     gan_from_step: int = 0
-    adv_weight: float = 1.0
-    fm_weight: float = 2.0
-    d_lr: float = 2e-4
+    adv_weight: float = 1.0 / 45
+    fm_weight: float = 2.0 / 45
+    d_lr: float = 2e-4  # the discriminators' AdamW (betas 0.8, 0.99), as HiFi-GAN's
     max_steps: int = 1_000_000
     max_seconds: float = 0.0  # stop after this much training time in this run (0 = no limit)
     checkpoint_every_s: float = 300.0
