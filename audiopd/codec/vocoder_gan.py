@@ -21,6 +21,17 @@ RESOLUTIONS = ((512, 128), (1024, 256), (2048, 512))  # (n_fft, hop), as the rec
 Judgement = tuple[torch.Tensor, list[torch.Tensor]]  # (logits [B, N], feature maps of every layer)
 
 
+def _judge(layers: nn.ModuleList, post: nn.Module, x: torch.Tensor) -> Judgement:
+    """Leaky-ReLU convolutions, then the logit layer; every layer's output kept for feature matching."""
+    fmaps = []
+    for layer in layers:
+        x = F.leaky_relu(layer(x), 0.1)
+        fmaps.append(x)
+    x = post(x)
+    fmaps.append(x)
+    return x.flatten(1), fmaps
+
+
 class PeriodDiscriminator(nn.Module):
     """The waveform folded into ``[B, 1, S / p, p]`` and judged by strided 2-D convolutions along time."""
 
@@ -38,13 +49,7 @@ class PeriodDiscriminator(nn.Module):
     def forward(self, y: torch.Tensor) -> Judgement:
         b, s = y.shape
         x = F.pad(y, (0, (-s) % self.period), mode="reflect").view(b, 1, -1, self.period)
-        fmaps = []
-        for layer in self.layers:
-            x = F.leaky_relu(layer(x), 0.1)
-            fmaps.append(x)
-        x = self.post(x)
-        fmaps.append(x)
-        return x.flatten(1), fmaps
+        return _judge(self.layers, self.post, x)
 
 
 class SpectrogramDiscriminator(nn.Module):
@@ -67,13 +72,7 @@ class SpectrogramDiscriminator(nn.Module):
     def forward(self, y: torch.Tensor) -> Judgement:
         spec = torch.stft(y, self.n_fft, self.hop, self.n_fft, window=self.window, center=True, return_complex=True)
         x = spec.abs().clamp(min=1e-7).pow(0.3).unsqueeze(1)  # power-compressed, as the complex loss's
-        fmaps = []
-        for layer in self.layers:
-            x = F.leaky_relu(layer(x), 0.1)
-            fmaps.append(x)
-        x = self.post(x)
-        fmaps.append(x)
-        return x.flatten(1), fmaps
+        return _judge(self.layers, self.post, x)
 
 
 class Discriminators(nn.Module):
