@@ -21,6 +21,7 @@ rename and ``state.json`` last, so a kill at any moment resumes from the last wh
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -278,10 +279,12 @@ def train(corpus: Corpus, run: Path, tc: TrainConfig, log: Callable[[str], None]
                  "history": [], "init_from": str(init[0])}
         log(f"warm start from {init[0]} (step {state['step']})")
     state = state or {"step": 0, "train_seconds": 0.0, "history": []}
+    # Each run's settings, from the step it began at: a run may switch losses (e.g. join the GAN phase) midway.
+    state.setdefault("runs", []).append({"from_step": state["step"], **dataclasses.asdict(tc)})
     rng = np.random.default_rng(tc.seed + state["step"])  # a resumed run draws new segments, not the same ones
     log(f"{'resuming at step ' + str(state['step']) if state['step'] else 'starting'}: "
         f"{sum(p.numel() for p in model.parameters())} parameters, {int(corpus.frames.sum())} frames")
-    t_run = time.monotonic()
+    t_run, step0 = time.monotonic(), state["step"]
     t_ckpt = t_run
     acc: dict[str, float] = {}
     model.train()
@@ -311,7 +314,7 @@ def train(corpus: Corpus, run: Path, tc: TrainConfig, log: Callable[[str], None]
             means = {k: round(v / tc.log_every, 4) for k, v in acc.items()}
             acc = {}
             state["history"].append({"step": state["step"], **means})
-            log(f"step {state['step']}: {means} ({(now - t_run) / max(1, state['step']):.2f} s/step this run)")
+            log(f"step {state['step']}: {means} ({(now - t_run) / max(1, state['step'] - step0):.2f} s/step this run)")
         done = tc.max_seconds and now - t_run >= tc.max_seconds
         if now - t_ckpt >= tc.checkpoint_every_s or done or state["step"] >= tc.max_steps:
             state["train_seconds"] = round(state["train_seconds"] + now - t_ckpt, 1)

@@ -97,6 +97,10 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--quantized-p", type=float, default=0.5, help="share of segments fed RVQ-decoded mels")
         p.add_argument("--gan-from-step", type=int, default=0,
                        help="start the adversarial phase (discriminators) at this total step (default 0: never)")
+        p.add_argument("--adv-weight", type=float, default=None,
+                       help="adversarial loss weight in the GAN phase, mel L1 weighing 1 (default 1/45, HiFi-GAN's)")
+        p.add_argument("--fm-weight", type=float, default=None,
+                       help="feature-matching loss weight in the GAN phase (default 2/45, HiFi-GAN's)")
         p.add_argument("--targets", choices=("teacher", "natural"), default="teacher",
                        help="what to train towards: the hq teacher's rendering of each input mel, or the audio")
         p.add_argument("--natural", default=None, help="also train on this natural corpus's train split (its DATA)")
@@ -130,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     complex_weight = args.complex_weight if args.complex_weight is not None else float(args.targets == "teacher")
     tc = TrainConfig(batch=args.batch, lr=args.lr, quantized_p=args.quantized_p, complex_weight=complex_weight,
                      gan_from_step=args.gan_from_step,
+                     **{k: v for k, v in (("adv_weight", args.adv_weight), ("fm_weight", args.fm_weight))
+                        if v is not None},
                      max_steps=args.steps, max_seconds=args.hours * 3600.0,
                      checkpoint_every_s=args.checkpoint_min * 60.0)
     fast = codec.cfg.fast

@@ -117,3 +117,5 @@ def test_adversarial_phase_trains_and_resumes_its_discriminators(corpus: Corpus,
     more = train(corpus, run, TrainConfig(segment_frames=8, batch=2, max_steps=8, log_every=2, gan_from_step=3),
                  log=lambda m: None)
     assert more["step"] == 8 and more["disc_adam_step"] == 5  # the discriminators' optimiser resumed, not restarted
+    # Each run's settings are kept with the step it began at.
+    assert [(r["from_step"], r["gan_from_step"]) for r in more["runs"]] == [(0, 3), (6, 3)]

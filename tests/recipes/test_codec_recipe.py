@@ -98,9 +98,12 @@ def test_fit_train_export_and_pareto(data: Path, tmp_path) -> None:
     # A new run directory (a wiped disk) carries on from the shipped weights and their step count, unless told not.
     warm = tmp_path / "warm"
     assert train03.main(["--data", str(data), "--codec", str(art), "--steps", "3", "--batch", "2",
-                         "--targets", "natural", "--run", str(warm)]) == 0
+                         "--targets", "natural", "--run", str(warm), "--gan-from-step", "3",
+                         "--adv-weight", "0.25"]) == 0
     state = json.loads((warm / "state.json").read_text())
     assert state["step"] == 3 and state["init_from"].endswith("fast.safetensors")
+    assert {k: state["runs"][0][k] for k in ("from_step", "gan_from_step", "adv_weight", "fm_weight")} == {
+        "from_step": 2, "gan_from_step": 3, "adv_weight": 0.25, "fm_weight": 2 / 45}
     cold = tmp_path / "cold"
     assert train03.main(["--data", str(data), "--codec", str(art), "--steps", "1", "--batch", "2",
                          "--targets", "natural", "--run", str(cold), "--from-scratch"]) == 0
