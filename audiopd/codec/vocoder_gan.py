@@ -4,8 +4,9 @@ Reconstruction losses leave an iSTFT vocoder's fine structure (noise between har
 and buzzy; Vocos (Siuzdak 2023) reaches its quality by adding HiFi-GAN's multi-period discriminator (Kong et al.
 2020: the waveform folded at periods 2, 3, 5, 7 and 11, judged by 2-D convolutions) and a multi-resolution
 spectrogram discriminator, with least-squares GAN losses and an L1 feature-matching loss on every discriminator
-layer. The channel counts here are an eighth of HiFi-GAN's (and half of Vocos's MRD's); even so a step of the adversarial
-phase costs about ten reconstruction-only steps on one CPU thread (1.3 s against 0.1-0.15 s, batch 8 x 32 frames).
+layer. The channel counts here are an eighth of HiFi-GAN's (and half of Vocos's MRD's); even so a step of the
+adversarial phase costs about ten reconstruction-only steps on one CPU thread (1.3 s against 0.1-0.15 s, batch
+8 x 32 frames).
 """
 
 from __future__ import annotations
