@@ -34,6 +34,7 @@ from audiopd.errors import ArtifactError
 FORMAT_VERSION = 1
 HQ, FAST = "hq", "fast"
 DECODERS = (HQ, FAST)
+FAST_HEADS = ("linear", "harmonic")
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,13 @@ class FastVocoderConfig:
     intermediate: int = 384
     layers: int = 8
     kernel: int = 7
+    # "linear": a linear head to every bin's log-magnitude and phase (Vocos). "harmonic": a linear head to F0,
+    # voicing, a harmonic envelope and a noise spectrum, the magnitude drawn from them (audiopd/codec/harmonic.py).
+    head: str = "linear"
     weights_file: str = ""
+    # Fast Griffin-Lim iterations at synthesis, started from the network's phase (audiopd/codec/phase.py): the
+    # network's magnitude is the part it learns well; 0 = its own phase, as trained.
+    phase_iters: int = 0
     # How far the shipped weights were trained (recipes/codec/03 --export), so a later run can carry on from them.
     trained_steps: int = 0
     trained_hours: float = 0.0
@@ -86,6 +93,12 @@ class MelCodecConfig:
             raise ArtifactError(f"mel codec {self.name!r}: default_decoder fast, but fast.weights_file is empty")
         if self.n_fft < self.win or self.hop < 1 or not 0 <= self.fmin < self.fmax <= self.sample_rate / 2:
             raise ArtifactError(f"mel codec {self.name!r}: inconsistent STFT or mel settings")
+        if self.fast.head not in FAST_HEADS:
+            raise ArtifactError(f"mel codec {self.name!r}: fast.head {self.fast.head!r} is none of "
+                                f"{', '.join(FAST_HEADS)}")
+        if not 0 <= self.fast.phase_iters <= 256:  # bounded work per frame at synthesis
+            raise ArtifactError(f"mel codec {self.name!r}: fast.phase_iters must be in 0..256, "
+                                f"got {self.fast.phase_iters}")
 
     @property
     def frame_rate(self) -> float:

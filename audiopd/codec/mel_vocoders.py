@@ -12,7 +12,11 @@ of ``x * 32768`` (which wraps at full scale), so the generator is called directl
 
 ``fast``: ``FastVocoder``, Vocos's design (Siuzdak 2023, "Vocos: closing the gap between time-domain and Fourier-based
 neural vocoders"): ConvNeXt blocks at frame rate, a linear head to log-magnitude and phase of every STFT bin, and an
-inverse STFT, so no layer runs at sample rate. ~1 M parameters at the defaults (``FastVocoderConfig``).
+inverse STFT, so no layer runs at sample rate. ~1 M parameters at the defaults (``FastVocoderConfig``). Its head
+is ``linear`` (Vocos's: log-magnitude and phase of every bin) or ``harmonic`` (F0, voicing, a harmonic envelope and
+a noise spectrum, from which ``audiopd.codec.harmonic`` draws the magnitude and a phase that follows the harmonics).
+With ``phase_iters`` > 0 the synthesis keeps the predicted magnitude and refines the head's phase by that many fast
+Griffin-Lim iterations (``audiopd.codec.phase``): a few more STFT round trips at frame rate.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from torch import nn
 
 from audiopd.artifacts import sha256_file
 from audiopd.codec.mel import FastVocoderConfig, MelCodecConfig
+from audiopd.codec.harmonic import f0_from_logit, harmonic_magnitude, harmonic_phase
+from audiopd.codec.phase import fast_griffin_lim, unit
 from audiopd.errors import ArtifactError
 
 
@@ -108,26 +114,50 @@ class ConvNeXtBlock(nn.Module):
 
 
 class FastVocoder(nn.Module):
-    """Log-mel ``[B, n_mels, T]`` -> audio ``[B, T * hop]`` by ConvNeXt blocks, a magnitude/phase head and iSTFT."""
+    """Log-mel ``[B, n_mels, T]`` -> audio ``[B, T * hop]`` by ConvNeXt blocks, a spectrum head and iSTFT (with
+    ``phase_iters`` > 0, fast Griffin-Lim from the head's phase)."""
 
-    def __init__(self, n_mels: int, n_fft: int, hop: int, cfg: FastVocoderConfig) -> None:
+    def __init__(self, n_mels: int, n_fft: int, hop: int, cfg: FastVocoderConfig, sample_rate: int = 22050) -> None:
         super().__init__()
-        self.n_fft, self.hop = n_fft, hop
+        self.n_fft, self.hop, self.phase_iters = n_fft, hop, cfg.phase_iters
+        self.harmonic, self.sample_rate = cfg.head == "harmonic", sample_rate
         self.embed = nn.Conv1d(n_mels, cfg.dim, cfg.kernel, padding=cfg.kernel // 2)
         self.norm = nn.LayerNorm(cfg.dim, eps=1e-6)
         self.blocks = nn.ModuleList(
             ConvNeXtBlock(cfg.dim, cfg.intermediate, cfg.kernel, 1.0 / cfg.layers) for _ in range(cfg.layers))
         self.final_norm = nn.LayerNorm(cfg.dim, eps=1e-6)
-        self.head = nn.Linear(cfg.dim, n_fft + 2)
+        # linear: log-magnitude and phase per bin; harmonic: envelope and noise per bin, F0 and voicing
+        self.head = nn.Linear(cfg.dim, n_fft + 2 + (2 if self.harmonic else 0))
         self.register_buffer("window", torch.hann_window(n_fft), persistent=False)
 
-    def spectrum(self, mel: torch.Tensor) -> torch.Tensor:
-        """Complex STFT ``[B, n_fft // 2 + 1, T]`` predicted from ``mel``."""
+    def features(self, mel: torch.Tensor) -> torch.Tensor:
+        """The head's output ``[B, outputs, T]``."""
         x = self.norm(self.embed(mel).transpose(1, 2)).transpose(1, 2)
         for block in self.blocks:
             x = block(x)
-        x = self.head(self.final_norm(x.transpose(1, 2))).transpose(1, 2)
-        log_mag, phase = x.chunk(2, dim=1)
+        return self.head(self.final_norm(x.transpose(1, 2))).transpose(1, 2)
+
+    def harmonic_params(self, mel: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """The harmonic head's ``(f0 [B, T] Hz, voicing logit [B, T], envelope, noise [B, bins, T])``."""
+        x = self.features(mel)
+        bins = self.n_fft // 2 + 1
+        # exp keeps both positive; the clip keeps an untrained or diverging net from overflowing
+        envelope, noise = torch.exp(x[:, :bins].clamp(max=5.0)), torch.exp(x[:, bins:2 * bins].clamp(max=5.0))
+        return f0_from_logit(x[:, -2]), x[:, -1], envelope, noise
+
+    def harmonic_spectrum(self, mel: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The harmonic head's complex STFT (its magnitude, the harmonics' phase) with its F0 and voicing logit."""
+        f0, voicing, envelope, noise = self.harmonic_params(mel)
+        mag = harmonic_magnitude(f0, torch.sigmoid(voicing), envelope, noise, n_fft=self.n_fft,
+                                 sample_rate=self.sample_rate)
+        phase = harmonic_phase(f0, bins=mag.shape[1], n_fft=self.n_fft, hop=self.hop, sample_rate=self.sample_rate)
+        return mag * phase, f0, voicing
+
+    def spectrum(self, mel: torch.Tensor) -> torch.Tensor:
+        """Complex STFT ``[B, n_fft // 2 + 1, T]`` predicted from ``mel``."""
+        if self.harmonic:
+            return self.harmonic_spectrum(mel)[0]
+        log_mag, phase = self.features(mel).chunk(2, dim=1)
         # exp keeps magnitudes positive; the clip keeps an untrained or diverging net from overflowing (Vocos).
         mag = torch.exp(log_mag).clamp(max=1e2)
         return torch.complex(mag * torch.cos(phase), mag * torch.sin(phase))
@@ -140,11 +170,16 @@ class FastVocoder(nn.Module):
         return torch.istft(spec, self.n_fft, self.hop, self.n_fft, window=self.window, center=True)
 
     def forward(self, mel: torch.Tensor) -> torch.Tensor:
-        return self.waveform(self.spectrum(mel))
+        spec = self.spectrum(mel)
+        if not self.phase_iters:
+            return self.waveform(spec)
+        spec = torch.cat([spec, spec[..., -1:]], dim=-1)  # as in waveform(): T + 1 frames for T * hop samples
+        return fast_griffin_lim(spec.abs(), unit(spec), n_fft=self.n_fft, hop=self.hop, iters=self.phase_iters,
+                                length=(spec.shape[-1] - 1) * self.hop, window=self.window)
 
 
 def new_fast(cfg: MelCodecConfig) -> FastVocoder:
-    return FastVocoder(cfg.n_mels, cfg.n_fft, cfg.hop, cfg.fast)
+    return FastVocoder(cfg.n_mels, cfg.n_fft, cfg.hop, cfg.fast, cfg.sample_rate)
 
 
 def load_fast(cfg: MelCodecConfig, directory: Path | None) -> _Runner:

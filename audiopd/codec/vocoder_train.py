@@ -9,9 +9,14 @@ Losses (HiFi-GAN's mel L1, Kong et al. 2020, plus the multi-resolution STFT loss
 et al. 2020): ``mel_weight`` x L1 of log-mels + spectral convergence and log-magnitude L1 at three STFT resolutions,
 and ``phase_weight`` x APNet's anti-wrapping phase losses (Ai & Ling 2023: instantaneous phase, group delay,
 instantaneous angular frequency) between the predicted phase and the target's, weighted by the target's magnitude:
-magnitude losses alone leave the phase of an iSTFT vocoder unconstrained. From step ``gan_from_step`` on (0: never)
-the adversarial phase adds Vocos's (Siuzdak 2023) multi-period and multi-resolution discriminators
-(``vocoder_gan``): least-squares adversarial and feature-matching losses, the discriminators trained in turn.
+magnitude losses alone leave the phase of an iSTFT vocoder unconstrained. ``wave_weight`` scales the losses on the
+waveform; a vocoder whose phase comes from fast Griffin-Lim at synthesis (``FastVocoderConfig.phase_iters``) trains
+with ``wave_weight`` 0 and ``spec_weight`` > 0 instead: log-magnitude L1 and spectral convergence on the predicted
+spectrum itself, so the magnitude is learnt for its own sake (through the network's own phase, the waveform losses
+let it compensate for that phase instead), and the phase losses only shape FGLA's starting point. From step
+``gan_from_step`` on (0: never) the adversarial phase adds Vocos's (Siuzdak 2023) multi-period and multi-resolution
+discriminators (``vocoder_gan``): least-squares adversarial and feature-matching losses, the discriminators trained
+in turn.
 
 A run is a directory: ``model.safetensors``, ``optim.safetensors`` (AdamW's moments, by parameter name), once the
 adversarial phase has begun ``disc.safetensors`` and ``disc-optim.safetensors`` likewise, and ``state.json`` (step,
@@ -46,7 +51,17 @@ class TrainConfig:
     lr: float = 5e-4
     weight_decay: float = 0.01
     mel_weight: float = 1.0
+    # Scales the waveform-domain losses (mel L1, multi-resolution STFT) on the network's own iSTFT output; 0 skips
+    # them, and the iSTFT, for a vocoder whose phase comes from fast Griffin-Lim at synthesis (phase_iters > 0).
+    wave_weight: float = 1.0
+    # Log-magnitude L1 + spectral convergence between the predicted spectrum and the target's STFT at the
+    # vocoder's own resolution: trains the magnitude directly, whatever the predicted phase does to the waveform.
+    spec_weight: float = 0.0
     phase_weight: float = 0.3
+    # A harmonic head (FastVocoderConfig.head) also learns F0 (L1 of log F0 on voiced frames) and voicing (BCE)
+    # from the target's F0 track (Corpus.set_f0); its magnitude loss then draws the comb at the predicted F0.
+    f0_weight: float = 1.0
+    voicing_weight: float = 0.1
     # L1 between power-compressed complex spectra (|S|^0.3 with S's phase; Braun & Tashev 2021's compressed
     # complex loss): with teacher targets the phase is a function of the mel, so it can be regressed directly.
     complex_weight: float = 0.0
@@ -78,6 +93,7 @@ class Corpus:
             self.qmel.append(codec.decode_mel(codec.encode_mel(mel)))
         self.frames = np.array([len(m) for m in self.mel])
         self.target, self.qtarget = self.audio, self.audio
+        self.f0: list[np.ndarray] | None = None
 
     def set_targets(self, clean: list[np.ndarray], quantized: list[np.ndarray]) -> None:
         """Train towards these waveforms (``T * hop`` samples each): ``clean[i]`` for utterance i's mel and
@@ -88,12 +104,20 @@ class Corpus:
         self.target = [np.asarray(w, dtype=np.float32) for w in clean]
         self.qtarget = [np.asarray(w, dtype=np.float32) for w in quantized]
 
-    def batch(self, rng: np.random.Generator, tc: TrainConfig) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(mel [B, n_mels, F], audio [B, F * hop])`` of random segments; frame t of a segment sits on sample t*hop."""
+    def set_f0(self, f0: list[np.ndarray]) -> None:
+        """Each utterance's F0 per frame (Hz, 0 = unvoiced), e.g. ``harmonic.f0_track`` of its target."""
+        if len(f0) != len(self.mel) or any(len(f) != len(m) for f, m in zip(f0, self.mel)):
+            raise ValueError("F0 targets must be one value per frame of every utterance")
+        self.f0 = [np.asarray(f, dtype=np.float32) for f in f0]
+
+    def batch(self, rng: np.random.Generator,
+              tc: TrainConfig) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """``(mel [B, n_mels, F], audio [B, F * hop], f0 [B, F] or None)`` of random segments; frame t of a
+        segment sits on sample t * hop."""
         hop, f = self.cfg.hop, tc.segment_frames
         weights = np.maximum(self.frames - f, 1).astype(np.float64)
         picks = rng.choice(len(self.mel), size=tc.batch, p=weights / weights.sum())
-        mels, audios = [], []
+        mels, audios, f0s = [], [], []
         for i in picks:
             start = int(rng.integers(0, max(1, self.frames[i] - f)))
             quantized = rng.random() < tc.quantized_p
@@ -104,7 +128,10 @@ class Corpus:
                 y = np.pad(y, (0, f * hop - len(y)))
             mels.append(m.T)
             audios.append(y)
-        return torch.from_numpy(np.stack(mels)), torch.from_numpy(np.stack(audios))
+            if self.f0 is not None:
+                f0s.append(np.pad(self.f0[i][start:start + f], (0, max(0, f - (self.frames[i] - start)))))
+        f0 = torch.from_numpy(np.stack(f0s)) if self.f0 is not None else None
+        return torch.from_numpy(np.stack(mels)), torch.from_numpy(np.stack(audios)), f0
 
 
 class Losses(nn.Module):
@@ -141,11 +168,23 @@ class Losses(nn.Module):
         total = mel_weight * mel + (sc + mag) / k
         return total, {"mel_l1": mel.item(), "sc": sc.item() / k, "logmag": mag.item() / k}
 
+    def reference(self, y: torch.Tensor, frames: int) -> torch.Tensor:
+        """``y``'s complex STFT at the vocoder's own resolution, its first ``frames`` frames."""
+        c = self.cfg
+        return torch.stft(y, c.n_fft, c.hop, c.n_fft, window=getattr(self, f"win{c.n_fft}"), center=True,
+                          return_complex=True)[..., :frames]
+
+    def spectrum(self, spec_hat: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, dict]:
+        """Log-magnitude L1 + spectral convergence of ``spec_hat`` ``[B, bins, T]`` against ``y``'s STFT."""
+        a = spec_hat.abs().clamp(min=1e-5)
+        b = self.reference(y, spec_hat.shape[-1]).abs().clamp(min=1e-5)
+        logmag = (a.log() - b.log()).abs().mean()
+        sc = torch.linalg.norm(b - a) / torch.linalg.norm(b).clamp(min=1e-7)
+        return logmag + sc, {"spec_logmag": logmag.item(), "spec_sc": sc.item()}
+
     def compressed_complex(self, spec_hat: torch.Tensor, y: torch.Tensor, power: float = 0.3) -> torch.Tensor:
         """Mean |c(spec_hat) - c(STFT(y))| with c(S) = |S|^power e^(i angle S), at the vocoder's own STFT."""
-        c = self.cfg
-        ref = torch.stft(y, c.n_fft, c.hop, c.n_fft, window=getattr(self, f"win{c.n_fft}"), center=True,
-                         return_complex=True)[..., : spec_hat.shape[-1]]
+        ref = self.reference(y, spec_hat.shape[-1])
 
         def compress(x: torch.Tensor) -> torch.Tensor:
             mag = x.abs().clamp(min=1e-7)
@@ -156,9 +195,7 @@ class Losses(nn.Module):
     def phase(self, spec_hat: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, float]:
         """APNet's three anti-wrapping phase losses between ``spec_hat`` ``[B, bins, T]`` and ``y``'s STFT at the
         vocoder's own resolution, each a magnitude-weighted mean; returns (sum, its value)."""
-        c = self.cfg
-        ref = torch.stft(y, c.n_fft, c.hop, c.n_fft, window=getattr(self, f"win{c.n_fft}"), center=True,
-                         return_complex=True)[..., : spec_hat.shape[-1]]
+        ref = self.reference(y, spec_hat.shape[-1])
         w = ref.abs()
         w = w / w.mean().clamp(min=1e-7)
         p_hat, p = torch.angle(spec_hat), torch.angle(ref)
@@ -253,6 +290,17 @@ def adversarial_step(disc: tuple[nn.Module, torch.optim.Optimizer], y_hat: torch
     return tc.adv_weight * adv + tc.fm_weight * fm
 
 
+def harmonic_losses(f0_hat: torch.Tensor, voicing: torch.Tensor, f0: torch.Tensor | None,
+                    tc: TrainConfig) -> tuple[torch.Tensor, dict]:
+    """A harmonic head's F0 (log-F0 L1 on voiced frames) and voicing (BCE) losses against ``f0`` ``[B, T]``."""
+    if f0 is None:
+        raise ValueError("a harmonic head trains with F0 targets: call Corpus.set_f0 first")
+    voiced = (f0 > 0).float()
+    f0_loss = ((f0_hat.log() - f0.clamp(min=1.0).log()).abs() * voiced).sum() / voiced.sum().clamp(min=1.0)
+    v_loss = nn.functional.binary_cross_entropy_with_logits(voicing, voiced)
+    return tc.f0_weight * f0_loss + tc.voicing_weight * v_loss, {"f0": f0_loss.item(), "voicing": v_loss.item()}
+
+
 def train(corpus: Corpus, run: Path, tc: TrainConfig, log: Callable[[str], None] = print,
           init: tuple[Path, dict] | None = None) -> dict:
     """Train (or resume) the fast vocoder of ``corpus``'s codec in directory ``run``; returns the final state.
@@ -274,7 +322,11 @@ def train(corpus: Corpus, run: Path, tc: TrainConfig, log: Callable[[str], None]
         disc = (d, torch.optim.AdamW(d.parameters(), lr=tc.d_lr, betas=(0.8, 0.99)))
     state = load_checkpoint(run, model, opt, disc)
     if not state and init is not None:
-        model.load_state_dict(load_file(str(init[0])), strict=True)
+        weights = load_file(str(init[0]))
+        if weights["head.weight"].shape != model.head.weight.shape:  # another head: keep the trunk, start the head
+            weights = {k: v for k, v in weights.items() if not k.startswith("head.")}
+            log("warm start: the head differs from the saved one's, so only the trunk is carried over")
+        model.load_state_dict(weights, strict=False)
         state = {"step": int(init[1].get("steps", 0)), "train_seconds": float(init[1].get("train_seconds", 0.0)),
                  "history": [], "init_from": str(init[0])}
         log(f"warm start from {init[0]} (step {state['step']})")
@@ -289,10 +341,23 @@ def train(corpus: Corpus, run: Path, tc: TrainConfig, log: Callable[[str], None]
     acc: dict[str, float] = {}
     model.train()
     while state["step"] < tc.max_steps:
-        mel, y = corpus.batch(rng, tc)
-        spec = model.spectrum(mel)
-        y_hat = model.waveform(spec)
-        loss, parts = losses(y_hat, y, tc.mel_weight)
+        mel, y, f0 = corpus.batch(rng, tc)
+        loss, parts = torch.zeros(()), {}
+        if model.harmonic:
+            spec, f0_hat, voicing = model.harmonic_spectrum(mel)
+            loss, parts = harmonic_losses(f0_hat, voicing, f0, tc)
+        else:
+            spec = model.spectrum(mel)
+        adversarial = disc is not None and state["step"] >= tc.gan_from_step
+        if tc.wave_weight or adversarial:
+            y_hat = model.waveform(spec)
+        if tc.wave_weight:
+            wave, parts = losses(y_hat, y, tc.mel_weight)
+            loss = loss + tc.wave_weight * wave
+        if tc.spec_weight:
+            direct, more = losses.spectrum(spec, y)
+            parts.update(more)
+            loss = loss + tc.spec_weight * direct
         if tc.complex_weight:
             cpx = losses.compressed_complex(spec, y)
             parts["complex"] = cpx.item()
@@ -300,7 +365,7 @@ def train(corpus: Corpus, run: Path, tc: TrainConfig, log: Callable[[str], None]
         if tc.phase_weight:
             phase, parts["phase"] = losses.phase(spec, y)
             loss = loss + tc.phase_weight * phase
-        if disc is not None and state["step"] >= tc.gan_from_step:
+        if adversarial:
             loss = loss + adversarial_step(disc, y_hat, y, tc, parts)
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -15,13 +15,18 @@ quantised (``Corpus.set_targets``); the renderings are made once, one thread, an
 ``DATA/teacher/clean/`` and ``DATA/teacher/q<Q>-<token fingerprint>/`` (the quantised ones depend on the codebooks),
 so a resumed run or a grown corpus renders only what is new. ``--targets natural`` trains towards the natural audio.
 
+Losses: by default those of the network's own iSTFT waveform (``--wave-weight``) plus the phase losses; for a
+vocoder whose phase is found by fast Griffin-Lim at synthesis, ``--spec-weight 1 --wave-weight 0 --complex-weight
+0`` trains the predicted magnitude directly (``audiopd.codec.vocoder_train``).
+
 ``--export`` writes the last checkpoint's weights into the artifact as ``fast.safetensors``, names them in its
-``config.yaml`` (``fast.weights_file``) and rewrites ``SHA256SUMS``; ``--default-decoder fast`` also makes ``fast`` the
-codec's default (only once stage 04 shows it meets issue 22's bar).
+``config.yaml`` (``fast.weights_file``; ``--phase-iters N`` sets ``fast.phase_iters``) and rewrites ``SHA256SUMS``;
+``--default-decoder fast`` also makes ``fast`` the codec's default (only once stage 04 shows it meets issue 22's bar).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import sys
@@ -37,7 +42,8 @@ REPO = Path(__file__).resolve().parents[2]
 WEIGHTS = "fast.safetensors"
 
 
-def export(run: Path, artifact: Path, default_decoder: str | None) -> None:
+def export(run: Path, artifact: Path, default_decoder: str | None, phase_iters: int | None = None,
+           head: str | None = None) -> None:
     import yaml
 
     from audiopd.artifacts import write_checksums
@@ -48,6 +54,10 @@ def export(run: Path, artifact: Path, default_decoder: str | None) -> None:
     shutil.copyfile(run / "model.safetensors", artifact / WEIGHTS)
     cfg["fast"] = {**cfg.get("fast", {}), "weights_file": WEIGHTS, "trained_steps": int(state["step"]),
                    "trained_hours": round(state["train_seconds"] / 3600, 2)}
+    if phase_iters is not None:
+        cfg["fast"]["phase_iters"] = phase_iters
+    if head is not None:
+        cfg["fast"]["head"] = head
     if default_decoder:
         cfg["default_decoder"] = default_decoder
     (artifact / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
@@ -94,6 +104,16 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--lr", type=float, default=5e-4)
         p.add_argument("--complex-weight", type=float, default=None,
                        help="compressed complex-spectrum L1 weight (default 1 with teacher targets, else 0)")
+        p.add_argument("--spec-weight", type=float, default=0.0,
+                       help="log-magnitude + spectral-convergence loss on the predicted spectrum itself (default 0)")
+        p.add_argument("--wave-weight", type=float, default=1.0,
+                       help="weight of the losses on the network's own iSTFT waveform (0 skips them: for a vocoder "
+                            "whose phase comes from fast Griffin-Lim, --phase-iters)")
+        p.add_argument("--phase-weight", type=float, default=None,
+                       help="APNet's anti-wrapping phase losses on the predicted phase, which FGLA starts from "
+                            "(default 0.3; 0 for a harmonic head, whose phase follows its F0)")
+        p.add_argument("--head", choices=("linear", "harmonic"), default=None,
+                       help="the fast vocoder's head (default: the artifact's); --export writes it into the artifact")
         p.add_argument("--quantized-p", type=float, default=0.5, help="share of segments fed RVQ-decoded mels")
         p.add_argument("--gan-from-step", type=int, default=0,
                        help="start the adversarial phase (discriminators) at this total step (default 0: never)")
@@ -111,15 +131,18 @@ def main(argv: list[str] | None = None) -> int:
                        help="a new run starts from random weights, not from the artifact's shipped fast weights")
         p.add_argument("--export", action="store_true", help="ship the last checkpoint in the artifact and exit")
         p.add_argument("--default-decoder", choices=("hq", "fast"), default=None, help="with --export")
+        p.add_argument("--phase-iters", type=int, default=None,
+                       help="with --export: fast Griffin-Lim iterations at synthesis (0 = the network's phase)")
     args = cc.stage_args(__doc__.splitlines()[0], argv, extra)
     data, artifact = Path(args.data), Path(args.codec)
     run = Path(args.run) if args.run else data / "vocoder"
     if args.export:
-        export(run, artifact, args.default_decoder)
+        export(run, artifact, args.default_decoder, args.phase_iters, args.head)
         return 0
     import torch
 
     from audiopd.codec import load_codec
+    from audiopd.codec.mel import replace_config
     from audiopd.codec.vocoder_train import Corpus, TrainConfig, train
 
     torch.set_num_threads(args.threads)
@@ -127,12 +150,23 @@ def main(argv: list[str] | None = None) -> int:
     rows = cc.fit_rows(data, args.natural)
     if 0 < args.max_utterances < len(rows):  # the manifest is grouped by voice: take every k-th row, not a prefix
         rows = [rows[i] for i in np.linspace(0, len(rows) - 1, args.max_utterances).round().astype(int)]
+    if args.head:
+        codec.cfg = replace_config(codec.cfg, fast=dataclasses.replace(codec.cfg.fast, head=args.head))
     corpus = Corpus([cc.load_audio(data, r) for r in rows], codec)
     if args.targets == "teacher":
         corpus.set_targets(*teacher_targets(data, rows, corpus, codec, log=lambda m: print(m, flush=True),
                                             quantized=args.quantized_p > 0))
+    if codec.cfg.fast.head == "harmonic":  # its F0 target: the track of what it trains towards
+        from audiopd.codec.harmonic import f0_track
+
+        cfg = codec.cfg
+        corpus.set_f0([f0_track(t, sample_rate=cfg.sample_rate, hop=cfg.hop, frames=len(m))
+                       for t, m in zip(corpus.target, corpus.mel)])
+    phase_weight = args.phase_weight if args.phase_weight is not None else (
+        0.0 if codec.cfg.fast.head == "harmonic" else 0.3)
     complex_weight = args.complex_weight if args.complex_weight is not None else float(args.targets == "teacher")
     tc = TrainConfig(batch=args.batch, lr=args.lr, quantized_p=args.quantized_p, complex_weight=complex_weight,
+                     spec_weight=args.spec_weight, wave_weight=args.wave_weight, phase_weight=phase_weight,
                      gan_from_step=args.gan_from_step,
                      **{k: v for k, v in (("adv_weight", args.adv_weight), ("fm_weight", args.fm_weight))
                         if v is not None},

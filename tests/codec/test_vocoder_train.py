@@ -24,8 +24,8 @@ def corpus(tmp_path_factory) -> Corpus:
 
 def test_segments_are_aligned_and_padded(corpus: Corpus) -> None:
     tc = TrainConfig(segment_frames=8, batch=16, quantized_p=0.0)
-    mel, audio = corpus.batch(np.random.default_rng(0), tc)
-    assert mel.shape == (16, 80, 8) and audio.shape == (16, 8 * HOP)
+    mel, audio, f0 = corpus.batch(np.random.default_rng(0), tc)
+    assert mel.shape == (16, 80, 8) and audio.shape == (16, 8 * HOP) and f0 is None
     # Unquantised segments are slices of the analysis of their own audio: re-analysing agrees inside the segment.
     losses = Losses(corpus.cfg)
     remel = losses.log_mel(audio)[..., :8]
@@ -61,7 +61,7 @@ def test_teacher_targets_follow_the_input_mel(corpus: Corpus) -> None:
     corpus.set_targets(clean, quantized)
     try:
         for p, want in ((0.0, 0.25), (1.0, -0.5)):
-            _, audio = corpus.batch(np.random.default_rng(1), TrainConfig(segment_frames=4, batch=6, quantized_p=p))
+            _, audio, _ = corpus.batch(np.random.default_rng(1), TrainConfig(segment_frames=4, batch=6, quantized_p=p))
             inside = audio[:, : 4 * HOP][audio[:, : 4 * HOP] != 0]  # padding past a short clip's end stays 0
             assert inside.numel() and torch.all(inside == want)
         with pytest.raises(ValueError, match="one waveform"):
@@ -83,6 +83,49 @@ def test_training_with_the_complex_loss_logs_it(corpus: Corpus, tmp_path) -> Non
     tc = TrainConfig(segment_frames=8, batch=2, max_steps=2, log_every=2, checkpoint_every_s=1e9, complex_weight=1.0)
     state = train(corpus, tmp_path / "run", tc, log=lambda m: None)
     assert state["history"][-1]["complex"] > 0
+
+
+def test_spectrum_loss_is_zero_on_the_target_and_ignores_phase(corpus: Corpus) -> None:
+    losses = Losses(corpus.cfg)
+    y = torch.from_numpy(corpus.audio[0][None, : 16 * HOP].copy())
+    spec = torch.stft(y, 1024, HOP, 1024, window=torch.hann_window(1024), center=True, return_complex=True)
+    assert losses.spectrum(spec, y)[0].item() < 1e-4
+    assert losses.spectrum(spec * 1j, y)[0].item() < 1e-4  # the magnitude is its whole target
+    assert losses.spectrum(spec * 2, y)[0].item() > 0.5
+
+
+def test_magnitude_only_training_skips_the_waveform_losses(corpus: Corpus, tmp_path) -> None:
+    tc = TrainConfig(segment_frames=8, batch=4, lr=3e-3, max_steps=30, log_every=10, checkpoint_every_s=1e9,
+                     wave_weight=0.0, spec_weight=1.0, phase_weight=0.0)
+    hist = train(corpus, tmp_path / "run", tc, log=lambda m: None)["history"]
+    assert set(hist[0]) == {"step", "spec_logmag", "spec_sc"}
+    assert hist[-1]["spec_logmag"] < hist[0]["spec_logmag"]
+
+
+def test_harmonic_head_learns_f0_from_the_track_of_its_targets(tmp_path) -> None:
+    import dataclasses
+
+    from mel_fixtures import TINY_FAST
+
+    from audiopd.codec.harmonic import f0_track
+
+    art = write_mel_artifact(tmp_path / "harm", fast=False)
+    codec = load_codec(art)
+    codec.cfg = dataclasses.replace(codec.cfg, fast=dataclasses.replace(TINY_FAST, head="harmonic"))
+    tone = (0.3 * np.sin(2 * np.pi * 180.0 * np.arange(11025) / 22050)).astype(np.float32)  # 180 Hz, 0.5 s
+    harm = Corpus([tone, chirp(0.5)], codec)
+    tc = TrainConfig(segment_frames=8, batch=4, lr=3e-3, max_steps=40, log_every=10, checkpoint_every_s=1e9,
+                     wave_weight=0.0, spec_weight=1.0, phase_weight=0.0)
+    with pytest.raises(ValueError, match="F0 targets"):
+        train(harm, tmp_path / "no-f0", tc, log=lambda m: None)
+    track = f0_track(tone, sample_rate=22050, hop=HOP, frames=len(harm.mel[0]))
+    assert np.median(track[track > 0]) == pytest.approx(180.0, rel=0.02)
+    with pytest.raises(ValueError, match="one value per frame"):
+        harm.set_f0([track])
+    harm.set_f0([track, f0_track(chirp(0.5), sample_rate=22050, hop=HOP, frames=len(harm.mel[1]))])
+    hist = train(harm, tmp_path / "run", tc, log=lambda m: None)["history"]
+    assert {"f0", "voicing", "spec_logmag"} <= set(hist[0])
+    assert hist[-1]["f0"] < hist[0]["f0"] and hist[-1]["spec_logmag"] < hist[0]["spec_logmag"]
 
 
 def test_discriminators_judge_every_period_and_resolution() -> None:

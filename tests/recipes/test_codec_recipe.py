@@ -4,6 +4,7 @@ an artifact that loads, a few vocoder steps exported into it, and the pareto tab
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -91,19 +92,35 @@ def test_fit_train_export_and_pareto(data: Path, tmp_path) -> None:
     assert len(curve["validation"]) == 3 and curve["validation"][-1] <= curve["validation"][0]
     assert train03.main(["--data", str(data), "--codec", str(art), "--steps", "2", "--batch", "2",
                          "--targets", "natural"]) == 0
-    assert train03.main(["--data", str(data), "--codec", str(art), "--export"]) == 0
+    assert train03.main(["--data", str(data), "--codec", str(art), "--export", "--phase-iters", "4"]) == 0
     fast = load_codec(art, decoder="fast")
     assert fast.decoders == ("hq", "fast") and fast.decode(fast.encode(np.zeros(600, np.float32))).shape == (1, 768)
-    assert fast.cfg.fast.trained_steps == 2
+    assert (fast.cfg.fast.trained_steps, fast.cfg.fast.phase_iters) == (2, 4)
     # A new run directory (a wiped disk) carries on from the shipped weights and their step count, unless told not.
     warm = tmp_path / "warm"
     assert train03.main(["--data", str(data), "--codec", str(art), "--steps", "3", "--batch", "2",
                          "--targets", "natural", "--run", str(warm), "--gan-from-step", "3",
-                         "--adv-weight", "0.25"]) == 0
+                         "--adv-weight", "0.25", "--spec-weight", "1", "--wave-weight", "0.5"]) == 0
     state = json.loads((warm / "state.json").read_text())
     assert state["step"] == 3 and state["init_from"].endswith("fast.safetensors")
-    assert {k: state["runs"][0][k] for k in ("from_step", "gan_from_step", "adv_weight", "fm_weight")} == {
-        "from_step": 2, "gan_from_step": 3, "adv_weight": 0.25, "fm_weight": 2 / 45}
+    keys = ("from_step", "gan_from_step", "adv_weight", "fm_weight", "spec_weight", "wave_weight")
+    assert {k: state["runs"][0][k] for k in keys} == {
+        "from_step": 2, "gan_from_step": 3, "adv_weight": 0.25, "fm_weight": 2 / 45, "spec_weight": 1.0,
+        "wave_weight": 0.5}
+    # A harmonic head: trained on the F0 track of its targets, warm from the shipped trunk, shipped with its head.
+    harm = tmp_path / "harm"
+    assert train03.main(["--data", str(data), "--codec", str(art), "--steps", "4", "--batch", "2",
+                         "--targets", "natural", "--run", str(harm), "--head", "harmonic", "--wave-weight", "0",
+                         "--spec-weight", "1"]) == 0
+    assert json.loads((harm / "state.json").read_text())["runs"][-1]["phase_weight"] == 0.0  # its phase has no
+    # parameters of its own: a phase loss would only pull at its F0
+    harm_art = tmp_path / "mel-harm"
+    shutil.copytree(art, harm_art)
+    assert train03.main(["--data", str(data), "--codec", str(harm_art), "--run", str(harm), "--export", "--head",
+                         "harmonic"]) == 0
+    harmonic = load_codec(harm_art, decoder="fast")
+    assert harmonic.cfg.fast.head == "harmonic" and harmonic.cfg.fast.trained_steps == 4
+    assert harmonic.decode(harmonic.encode(np.zeros(600, np.float32))).shape == (1, 768)
     cold = tmp_path / "cold"
     assert train03.main(["--data", str(data), "--codec", str(art), "--steps", "1", "--batch", "2",
                          "--targets", "natural", "--run", str(cold), "--from-scratch"]) == 0

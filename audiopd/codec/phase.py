@@ -1,0 +1,61 @@
+"""Phase from magnitude: the fast Griffin-Lim algorithm (Perraudin, Balazs & Sondergaard 2013, "A fast
+Griffin-Lim algorithm"), started from a given phase.
+
+Why the ``fast`` vocoder uses it: on the codec's held-out probe the HiFi-GAN teacher's own STFT magnitude with 32
+FGLA iterations from random phase scores DistillMOS 4.19 against the teacher's 4.21, while a small iSTFT
+vocoder's regressed phase costs ~1.8 points (``codecs/mel22k/README.md``). A magnitude is a much easier target
+for a small network than a phase, so the network predicts the magnitude and FGLA, a few STFT round trips at frame
+rate, finds a phase consistent with it.
+
+FGLA: ``c_n = P1(P2(t_{n-1}))`` (P2 imposes the target magnitude, P1 projects onto consistent spectrograms by an
+iSTFT and STFT), ``t_n = c_n + alpha (c_n - c_{n-1})``; ``alpha = 0`` is plain Griffin-Lim (Griffin & Lim 1984).
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def stft(y: torch.Tensor, n_fft: int, hop: int, window: torch.Tensor) -> torch.Tensor:
+    """Centred STFT ``[..., n_fft // 2 + 1, frames]`` of ``y`` ``[..., samples]``."""
+    return torch.stft(y, n_fft, hop, n_fft, window=window, center=True, return_complex=True)
+
+
+def istft(spec: torch.Tensor, n_fft: int, hop: int, window: torch.Tensor, length: int) -> torch.Tensor:
+    """Inverse of :func:`stft`, ``length`` samples."""
+    return torch.istft(spec, n_fft, hop, n_fft, window=window, center=True, length=length)
+
+
+def unit(spec: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+    """``spec / |spec|``: the phase as unit complex numbers (1 where ``spec`` is ~0)."""
+    mag = spec.abs()
+    return torch.where(mag > eps, spec / mag.clamp(min=eps), torch.ones_like(spec))
+
+
+def fast_griffin_lim(mag: torch.Tensor, phase: torch.Tensor, *, n_fft: int, hop: int, length: int, iters: int,
+                     momentum: float = 0.99, window: torch.Tensor | None = None) -> torch.Tensor:
+    """Audio ``[..., length]`` whose STFT magnitude approaches ``mag`` ``[..., bins, frames]`` after ``iters`` FGLA
+    iterations from the unit-complex ``phase`` (same shape); ``iters = 0`` inverts ``mag * phase`` as it is.
+    ``frames`` must be the STFT frame count of ``length`` samples (``length // hop + 1``)."""
+    if iters < 0:
+        raise ValueError(f"iters must be >= 0, got {iters}")
+    if not 0.0 <= momentum < 1.0:
+        raise ValueError(f"momentum must be in [0, 1), got {momentum}")
+    if mag.shape != phase.shape or mag.shape[-2] != n_fft // 2 + 1 or mag.shape[-1] != length // hop + 1:
+        raise ValueError(f"mag {tuple(mag.shape)} and phase {tuple(phase.shape)} do not fit n_fft {n_fft}, "
+                         f"hop {hop}, {length} samples")
+    window = torch.hann_window(n_fft, device=mag.device) if window is None else window
+    spec, previous = mag * phase, None
+    for _ in range(iters):
+        rebuilt = stft(istft(spec, n_fft, hop, window, length), n_fft, hop, window)
+        accelerated = rebuilt if previous is None else rebuilt * (1.0 + momentum) - previous * momentum
+        previous = rebuilt
+        # the target magnitude with the accelerated estimate's phase (a bin at ~0 stays ~0)
+        spec = accelerated * (mag / accelerated.abs().clamp(min=1e-8))
+    return istft(spec, n_fft, hop, window, length)
+
+
+def spectral_convergence(y: torch.Tensor, mag: torch.Tensor, n_fft: int, hop: int) -> float:
+    """``|| |STFT(y)| - mag || / ||mag||``: how far ``y``'s magnitude is from the target (0 = consistent)."""
+    got = stft(y, n_fft, hop, torch.hann_window(n_fft, device=y.device)).abs()
+    return float(torch.linalg.norm(got - mag) / torch.linalg.norm(mag).clamp(min=1e-12))
