@@ -54,6 +54,7 @@ class FastVocoderConfig:
     # Fast Griffin-Lim iterations at synthesis, started from the network's phase (audiopd/codec/phase.py): the
     # network's magnitude is the part it learns well; 0 = its own phase, as trained.
     phase_iters: int = 0
+    phase_momentum: float = 0.99  # FGLA's alpha
     # How far the shipped weights were trained (recipes/codec/03 --export), so a later run can carry on from them.
     trained_steps: int = 0
     trained_hours: float = 0.0
@@ -100,6 +101,9 @@ class MelCodecConfig:
         if not 0 <= self.fast.phase_iters <= 256:  # bounded work per frame at synthesis
             raise ArtifactError(f"mel codec {self.name!r}: fast.phase_iters must be in 0..256, "
                                 f"got {self.fast.phase_iters}")
+        if not 0.0 <= self.fast.phase_momentum < 2.0:
+            raise ArtifactError(f"mel codec {self.name!r}: fast.phase_momentum must be in [0, 2), "
+                                f"got {self.fast.phase_momentum}")
 
     @property
     def frame_rate(self) -> float:

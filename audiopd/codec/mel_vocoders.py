@@ -119,7 +119,7 @@ class FastVocoder(nn.Module):
 
     def __init__(self, n_mels: int, n_fft: int, hop: int, cfg: FastVocoderConfig, sample_rate: int = 22050) -> None:
         super().__init__()
-        self.n_fft, self.hop, self.phase_iters = n_fft, hop, cfg.phase_iters
+        self.n_fft, self.hop, self.phase_iters, self.phase_momentum = n_fft, hop, cfg.phase_iters, cfg.phase_momentum
         self.harmonic, self.sample_rate = cfg.head == "harmonic", sample_rate
         self.embed = nn.Conv1d(n_mels, cfg.dim, cfg.kernel, padding=cfg.kernel // 2)
         self.norm = nn.LayerNorm(cfg.dim, eps=1e-6)
@@ -175,7 +175,8 @@ class FastVocoder(nn.Module):
             return self.waveform(spec)
         spec = torch.cat([spec, spec[..., -1:]], dim=-1)  # as in waveform(): T + 1 frames for T * hop samples
         return fast_griffin_lim(spec.abs(), unit(spec), n_fft=self.n_fft, hop=self.hop, iters=self.phase_iters,
-                                length=(spec.shape[-1] - 1) * self.hop, window=self.window)
+                                momentum=self.phase_momentum, length=(spec.shape[-1] - 1) * self.hop,
+                                window=self.window)
 
 
 def new_fast(cfg: MelCodecConfig) -> FastVocoder:

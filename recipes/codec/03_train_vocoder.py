@@ -43,7 +43,7 @@ WEIGHTS = "fast.safetensors"
 
 
 def export(run: Path, artifact: Path, default_decoder: str | None, phase_iters: int | None = None,
-           head: str | None = None) -> None:
+           head: str | None = None, phase_momentum: float | None = None) -> None:
     import yaml
 
     from audiopd.artifacts import write_checksums
@@ -58,6 +58,8 @@ def export(run: Path, artifact: Path, default_decoder: str | None, phase_iters: 
         cfg["fast"]["phase_iters"] = phase_iters
     if head is not None:
         cfg["fast"]["head"] = head
+    if phase_momentum is not None:
+        cfg["fast"]["phase_momentum"] = phase_momentum
     if default_decoder:
         cfg["default_decoder"] = default_decoder
     (artifact / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
@@ -133,11 +135,13 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--default-decoder", choices=("hq", "fast"), default=None, help="with --export")
         p.add_argument("--phase-iters", type=int, default=None,
                        help="with --export: fast Griffin-Lim iterations at synthesis (0 = the network's phase)")
+        p.add_argument("--phase-momentum", type=float, default=None,
+                       help="with --export: fast Griffin-Lim's momentum (alpha, default 0.99)")
     args = cc.stage_args(__doc__.splitlines()[0], argv, extra)
     data, artifact = Path(args.data), Path(args.codec)
     run = Path(args.run) if args.run else data / "vocoder"
     if args.export:
-        export(run, artifact, args.default_decoder, args.phase_iters, args.head)
+        export(run, artifact, args.default_decoder, args.phase_iters, args.head, args.phase_momentum)
         return 0
     import torch
 

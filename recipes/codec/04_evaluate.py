@@ -8,9 +8,10 @@ decode RTF on ``--threads`` torch threads. Q above the artifact's own count come
 every level stage 02 fitted (``DATA/eval/codec-all``), so one run shows where more levels stop paying.
 
 A result file is one candidate: ``<tag>`` is the first 12 hex digits of the fitted codebooks' fingerprint, and for
-``fast`` also 8 of its weights' sha256. A rerun adds its rows to the file (rows keyed by Q), a refit or a new
-vocoder checkpoint starts a new file, and ``pareto.md`` lists every file: every candidate ever evaluated. Judgements
-are cached (``DATA/eval/judge-cache.jsonl``): a rerun judges only new audio (the originals once for all decoders).
+``fast`` also 8 of its weights' sha256 and its fast Griffin-Lim iterations and momentum (``-fgla12x0.99``). A
+rerun adds its rows to the file (rows keyed by Q), a refit or a new vocoder checkpoint starts a new file, and
+``pareto.md`` lists every file: every candidate ever evaluated. Judgements are cached
+(``DATA/eval/judge-cache.jsonl``): a rerun judges only new audio (the originals once for all decoders).
 """
 
 from __future__ import annotations
@@ -59,12 +60,16 @@ def merge_rows(path: Path, result: dict) -> dict:
 
 
 def candidate_tag(codec, directory: Path, decoder: str) -> str:
-    """Names one candidate: its codebooks (fingerprint) and, for ``fast``, its weights."""
+    """Names one candidate: its codebooks (fingerprint) and, for ``fast``, its weights and its fast Griffin-Lim
+    setting (the same weights decode differently with another)."""
     from audiopd.artifacts import sha256_file
 
     tag = codec.token_fingerprint[:12]
     if decoder == "fast":
-        tag += "-" + sha256_file(Path(directory) / codec.cfg.fast.weights_file)[:8]
+        fast = codec.cfg.fast
+        tag += "-" + sha256_file(Path(directory) / fast.weights_file)[:8]
+        if fast.phase_iters:
+            tag += f"-fgla{fast.phase_iters}x{fast.phase_momentum:g}"
     return tag
 
 

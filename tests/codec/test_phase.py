@@ -62,7 +62,7 @@ def test_batched_input_matches_one_at_a_time() -> None:
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"iters": -1}, "iters must be >= 0"),
-    ({"momentum": 1.0}, "momentum must be in"),
+    ({"momentum": 2.0}, "momentum must be in"),
     ({"length": 1000}, "do not fit"),
 ])
 def test_bad_arguments_are_refused(kwargs, message) -> None:

@@ -93,10 +93,12 @@ def test_fit_train_export_and_pareto(data: Path, tmp_path) -> None:
     assert len(curve["validation"]) == 3 and curve["validation"][-1] <= curve["validation"][0]
     assert train03.main(["--data", str(data), "--codec", str(art), "--steps", "2", "--batch", "2",
                          "--targets", "natural"]) == 0
-    assert train03.main(["--data", str(data), "--codec", str(art), "--export", "--phase-iters", "4"]) == 0
+    assert train03.main(["--data", str(data), "--codec", str(art), "--export", "--phase-iters", "4",
+                         "--phase-momentum", "1.1"]) == 0
     fast = load_codec(art, decoder="fast")
     assert fast.decoders == ("hq", "fast") and fast.decode(fast.encode(np.zeros(600, np.float32))).shape == (1, 768)
-    assert (fast.cfg.fast.trained_steps, fast.cfg.fast.phase_iters) == (2, 4)
+    assert (fast.cfg.fast.trained_steps, fast.cfg.fast.phase_iters, fast.cfg.fast.phase_momentum) == (2, 4, 1.1)
+    assert eval04.candidate_tag(fast, art, "fast").endswith("-fgla4x1.1")  # same weights, other phase: a candidate
     # A new run directory (a wiped disk) carries on from the shipped weights and their step count, unless told not.
     warm = tmp_path / "warm"
     assert train03.main(["--data", str(data), "--codec", str(art), "--steps", "3", "--batch", "2",
