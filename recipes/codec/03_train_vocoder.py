@@ -15,9 +15,10 @@ quantised (``Corpus.set_targets``); the renderings are made once, one thread, an
 ``DATA/teacher/clean/`` and ``DATA/teacher/q<Q>-<token fingerprint>/`` (the quantised ones depend on the codebooks),
 so a resumed run or a grown corpus renders only what is new. ``--targets natural`` trains towards the natural audio.
 
-Losses: by default those of the network's own iSTFT waveform (``--wave-weight``) plus the phase losses; for a
-vocoder whose phase is found by fast Griffin-Lim at synthesis, ``--spec-weight 1 --wave-weight 0 --complex-weight
-0`` trains the predicted magnitude directly (``audiopd.codec.vocoder_train``).
+Losses follow the head (``--head``, default the artifact's): a ``linear`` head trains through its own iSTFT
+waveform (``--wave-weight 1``) with the phase and complex losses; a ``harmonic`` head, whose phase is found by fast
+Griffin-Lim at synthesis, trains its magnitude directly (``--spec-weight 1 --wave-weight 0``, no phase or complex
+loss) and its F0 (``audiopd.codec.vocoder_train``). Each flag overrides its default.
 
 ``--export`` writes the last checkpoint's weights into the artifact as ``fast.safetensors``, names them in its
 ``config.yaml`` (``fast.weights_file``; ``--phase-iters N`` sets ``fast.phase_iters``) and rewrites ``SHA256SUMS``;
@@ -105,12 +106,14 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--batch", type=int, default=8)
         p.add_argument("--lr", type=float, default=5e-4)
         p.add_argument("--complex-weight", type=float, default=None,
-                       help="compressed complex-spectrum L1 weight (default 1 with teacher targets, else 0)")
-        p.add_argument("--spec-weight", type=float, default=0.0,
-                       help="log-magnitude + spectral-convergence loss on the predicted spectrum itself (default 0)")
-        p.add_argument("--wave-weight", type=float, default=1.0,
+                       help="compressed complex-spectrum L1 weight (default 1 with teacher targets and a linear "
+                            "head, else 0)")
+        p.add_argument("--spec-weight", type=float, default=None,
+                       help="log-magnitude + spectral-convergence loss on the predicted spectrum itself "
+                            "(default 1 for a harmonic head, else 0)")
+        p.add_argument("--wave-weight", type=float, default=None,
                        help="weight of the losses on the network's own iSTFT waveform (0 skips them: for a vocoder "
-                            "whose phase comes from fast Griffin-Lim, --phase-iters)")
+                            "whose phase comes from fast Griffin-Lim; default 0 for a harmonic head, else 1)")
         p.add_argument("--phase-weight", type=float, default=None,
                        help="APNet's anti-wrapping phase losses on the predicted phase, which FGLA starts from "
                             "(default 0.3; 0 for a harmonic head, whose phase follows its F0)")
@@ -166,11 +169,17 @@ def main(argv: list[str] | None = None) -> int:
         cfg = codec.cfg
         corpus.set_f0([f0_track(t, sample_rate=cfg.sample_rate, hop=cfg.hop, frames=len(m))
                        for t, m in zip(corpus.target, corpus.mel)])
-    phase_weight = args.phase_weight if args.phase_weight is not None else (
-        0.0 if codec.cfg.fast.head == "harmonic" else 0.3)
-    complex_weight = args.complex_weight if args.complex_weight is not None else float(args.targets == "teacher")
+    # Defaults by head: a harmonic head trains its magnitude directly (its phase comes from FGLA at synthesis).
+    harmonic = codec.cfg.fast.head == "harmonic"
+
+    def chosen(value: float | None, default: float) -> float:
+        return value if value is not None else default
+
+    phase_weight = chosen(args.phase_weight, 0.0 if harmonic else 0.3)
+    spec_weight, wave_weight = chosen(args.spec_weight, float(harmonic)), chosen(args.wave_weight, float(not harmonic))
+    complex_weight = chosen(args.complex_weight, float(args.targets == "teacher" and not harmonic))
     tc = TrainConfig(batch=args.batch, lr=args.lr, quantized_p=args.quantized_p, complex_weight=complex_weight,
-                     spec_weight=args.spec_weight, wave_weight=args.wave_weight, phase_weight=phase_weight,
+                     spec_weight=spec_weight, wave_weight=wave_weight, phase_weight=phase_weight,
                      gan_from_step=args.gan_from_step,
                      **{k: v for k, v in (("adv_weight", args.adv_weight), ("fm_weight", args.fm_weight))
                         if v is not None},

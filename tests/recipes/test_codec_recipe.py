@@ -113,10 +113,12 @@ def test_fit_train_export_and_pareto(data: Path, tmp_path) -> None:
     # A harmonic head: trained on the F0 track of its targets, warm from the shipped trunk, shipped with its head.
     harm = tmp_path / "harm"
     assert train03.main(["--data", str(data), "--codec", str(art), "--steps", "4", "--batch", "2",
-                         "--targets", "natural", "--run", str(harm), "--head", "harmonic", "--wave-weight", "0",
-                         "--spec-weight", "1"]) == 0
-    assert json.loads((harm / "state.json").read_text())["runs"][-1]["phase_weight"] == 0.0  # its phase has no
-    # parameters of its own: a phase loss would only pull at its F0
+                         "--targets", "natural", "--run", str(harm), "--head", "harmonic"]) == 0
+    # The head's defaults: magnitude trained directly; no phase loss (its phase has no parameters of its own, a
+    # phase loss would only pull at its F0)
+    losses = {k: json.loads((harm / "state.json").read_text())["runs"][-1][k]
+              for k in ("spec_weight", "wave_weight", "phase_weight", "complex_weight")}
+    assert losses == {"spec_weight": 1.0, "wave_weight": 0.0, "phase_weight": 0.0, "complex_weight": 0.0}
     harm_art = tmp_path / "mel-harm"
     shutil.copytree(art, harm_art)
     assert train03.main(["--data", str(data), "--codec", str(harm_art), "--run", str(harm), "--export", "--head",
