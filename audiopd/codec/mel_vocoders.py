@@ -113,6 +113,12 @@ class ConvNeXtBlock(nn.Module):
         return x + (self.gamma * y).transpose(1, 2)
 
 
+def with_closing_frame(spec: torch.Tensor) -> torch.Tensor:
+    """``spec`` ``[..., T]`` with one more frame (a copy of the last), so its centred iSTFT is exactly ``T * hop``
+    samples long, frame t centred on sample t * hop as in the analysis."""
+    return torch.cat([spec, spec[..., -1:]], dim=-1)
+
+
 class FastVocoder(nn.Module):
     """Log-mel ``[B, n_mels, T]`` -> audio ``[B, T * hop]`` by ConvNeXt blocks, a spectrum head and iSTFT (with
     ``phase_iters`` > 0, fast Griffin-Lim from the head's phase)."""
@@ -164,16 +170,14 @@ class FastVocoder(nn.Module):
 
     def waveform(self, spec: torch.Tensor) -> torch.Tensor:
         """Complex STFT ``[B, bins, T]`` -> audio ``[B, T * hop]``."""
-        # One more frame (a copy of the last) makes the centred iSTFT exactly T * hop samples long, frame t
-        # centred on sample t * hop as in the analysis.
-        spec = torch.cat([spec, spec[..., -1:]], dim=-1)
+        spec = with_closing_frame(spec)
         return torch.istft(spec, self.n_fft, self.hop, self.n_fft, window=self.window, center=True)
 
     def forward(self, mel: torch.Tensor) -> torch.Tensor:
         spec = self.spectrum(mel)
         if not self.phase_iters:
             return self.waveform(spec)
-        spec = torch.cat([spec, spec[..., -1:]], dim=-1)  # as in waveform(): T + 1 frames for T * hop samples
+        spec = with_closing_frame(spec)
         return fast_griffin_lim(spec.abs(), unit(spec), n_fft=self.n_fft, hop=self.hop, iters=self.phase_iters,
                                 momentum=self.phase_momentum, length=(spec.shape[-1] - 1) * self.hop,
                                 window=self.window)

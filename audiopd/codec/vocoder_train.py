@@ -40,6 +40,7 @@ from torch import nn
 
 from audiopd.codec.mel import MelCodec, MelCodecConfig
 from audiopd.codec.mel_vocoders import FastVocoder, new_fast
+from audiopd.codec.phase import stft
 
 STFT_RESOLUTIONS = ((512, 128), (1024, 256), (2048, 512))  # (n_fft, hop), Parallel WaveGAN's three
 
@@ -134,6 +135,11 @@ class Corpus:
         return torch.from_numpy(np.stack(mels)), torch.from_numpy(np.stack(audios)), f0
 
 
+def _sc_logmag(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Spectral convergence and log-magnitude L1 of magnitudes ``a`` against ``b`` (both floored above 0)."""
+    return torch.linalg.norm(b - a) / torch.linalg.norm(b).clamp(min=1e-7), (a.log() - b.log()).abs().mean()
+
+
 class Losses(nn.Module):
     """Mel L1 on the codec's own log-mel + multi-resolution STFT (spectral convergence, log-magnitude L1)."""
 
@@ -148,8 +154,7 @@ class Losses(nn.Module):
             self.register_buffer(f"win{n_fft}", torch.hann_window(n_fft))
 
     def _mag(self, y: torch.Tensor, n_fft: int, hop: int) -> torch.Tensor:
-        return torch.stft(y, n_fft, hop, n_fft, window=getattr(self, f"win{n_fft}"), center=True,
-                          return_complex=True).abs().clamp(min=1e-7)
+        return stft(y, n_fft, hop, getattr(self, f"win{n_fft}")).abs().clamp(min=1e-7)
 
     def log_mel(self, y: torch.Tensor) -> torch.Tensor:
         c = self.cfg
@@ -161,9 +166,8 @@ class Losses(nn.Module):
         mel = (self.log_mel(y_hat) - self.log_mel(y)).abs().mean()
         sc = mag = 0.0
         for n_fft, hop in STFT_RESOLUTIONS:
-            a, b = self._mag(y_hat, n_fft, hop), self._mag(y, n_fft, hop)
-            sc = sc + torch.linalg.norm(b - a) / torch.linalg.norm(b).clamp(min=1e-7)
-            mag = mag + (a.log() - b.log()).abs().mean()
+            convergence, log_l1 = _sc_logmag(self._mag(y_hat, n_fft, hop), self._mag(y, n_fft, hop))
+            sc, mag = sc + convergence, mag + log_l1
         k = len(STFT_RESOLUTIONS)
         total = mel_weight * mel + (sc + mag) / k
         return total, {"mel_l1": mel.item(), "sc": sc.item() / k, "logmag": mag.item() / k}
@@ -171,15 +175,12 @@ class Losses(nn.Module):
     def reference(self, y: torch.Tensor, frames: int) -> torch.Tensor:
         """``y``'s complex STFT at the vocoder's own resolution, its first ``frames`` frames."""
         c = self.cfg
-        return torch.stft(y, c.n_fft, c.hop, c.n_fft, window=getattr(self, f"win{c.n_fft}"), center=True,
-                          return_complex=True)[..., :frames]
+        return stft(y, c.n_fft, c.hop, getattr(self, f"win{c.n_fft}"))[..., :frames]
 
     def spectrum(self, spec_hat: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, dict]:
         """Log-magnitude L1 + spectral convergence of ``spec_hat`` ``[B, bins, T]`` against ``y``'s STFT."""
-        a = spec_hat.abs().clamp(min=1e-5)
-        b = self.reference(y, spec_hat.shape[-1]).abs().clamp(min=1e-5)
-        logmag = (a.log() - b.log()).abs().mean()
-        sc = torch.linalg.norm(b - a) / torch.linalg.norm(b).clamp(min=1e-7)
+        sc, logmag = _sc_logmag(spec_hat.abs().clamp(min=1e-5),
+                                self.reference(y, spec_hat.shape[-1]).abs().clamp(min=1e-5))
         return logmag + sc, {"spec_logmag": logmag.item(), "spec_sc": sc.item()}
 
     def compressed_complex(self, spec_hat: torch.Tensor, y: torch.Tensor, power: float = 0.3) -> torch.Tensor:
@@ -352,7 +353,8 @@ def train(corpus: Corpus, run: Path, tc: TrainConfig, log: Callable[[str], None]
         if tc.wave_weight or adversarial:
             y_hat = model.waveform(spec)
         if tc.wave_weight:
-            wave, parts = losses(y_hat, y, tc.mel_weight)
+            wave, more = losses(y_hat, y, tc.mel_weight)
+            parts.update(more)
             loss = loss + tc.wave_weight * wave
         if tc.spec_weight:
             direct, more = losses.spectrum(spec, y)

@@ -35,7 +35,7 @@ def variants(codec, mel: np.ndarray, iters: list[int], seed: int) -> dict[str, n
     """Every mix of magnitude and phase for one log-mel ``[T, n_mels]``: name -> audio."""
     import torch
 
-    from audiopd.codec.mel_vocoders import load_fast
+    from audiopd.codec.mel_vocoders import load_fast, with_closing_frame
     from audiopd.codec.phase import fast_griffin_lim, istft, stft, unit
 
     cfg = codec.cfg
@@ -46,7 +46,7 @@ def variants(codec, mel: np.ndarray, iters: list[int], seed: int) -> dict[str, n
         spec = fast.spectrum(torch.from_numpy(mel).T[None])[0]
         as_configured = fast(torch.from_numpy(mel).T[None])[0]
     length = mel.shape[0] * hop
-    spec = torch.cat([spec, spec[..., -1:]], dim=-1)  # T + 1 frames for T * hop samples, as the decoder does
+    spec = with_closing_frame(spec)  # T + 1 frames for T * hop samples, as the decoder does
     ref = stft(teacher, n, hop, window)[..., : spec.shape[-1]]
     g = torch.Generator().manual_seed(seed)
     rnd = torch.polar(torch.ones(spec.shape), 2 * torch.pi * torch.rand(spec.shape, generator=g))

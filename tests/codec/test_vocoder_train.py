@@ -126,6 +126,10 @@ def test_harmonic_head_learns_f0_from_the_track_of_its_targets(tmp_path) -> None
     hist = train(harm, tmp_path / "run", tc, log=lambda m: None)["history"]
     assert {"f0", "voicing", "spec_logmag"} <= set(hist[0])
     assert hist[-1]["f0"] < hist[0]["f0"] and hist[-1]["spec_logmag"] < hist[0]["spec_logmag"]
+    # with the waveform losses on as well, the log keeps both heads of figures
+    both = dataclasses.replace(tc, wave_weight=1.0, max_steps=10)
+    assert {"f0", "voicing", "mel_l1", "spec_sc"} <= set(train(harm, tmp_path / "both", both, log=lambda m: None)
+                                                         ["history"][0])
 
 
 def test_discriminators_judge_every_period_and_resolution() -> None:
