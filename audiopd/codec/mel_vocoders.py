@@ -173,14 +173,19 @@ class FastVocoder(nn.Module):
         spec = with_closing_frame(spec)
         return torch.istft(spec, self.n_fft, self.hop, self.n_fft, window=self.window, center=True)
 
-    def forward(self, mel: torch.Tensor) -> torch.Tensor:
-        spec = self.spectrum(mel)
+    def synthesize(self, spec: torch.Tensor) -> torch.Tensor:
+        """Complex STFT ``[B, bins, T]`` -> audio ``[B, T * hop]`` as the codec decodes: its magnitude through
+        ``phase_iters`` fast Griffin-Lim iterations from its phase (held fixed: no gradient reaches the F0 through
+        the running phase, whose derivative grows with time), or the plain iSTFT when ``phase_iters`` is 0."""
         if not self.phase_iters:
             return self.waveform(spec)
         spec = with_closing_frame(spec)
-        return fast_griffin_lim(spec.abs(), unit(spec), n_fft=self.n_fft, hop=self.hop, iters=self.phase_iters,
-                                momentum=self.phase_momentum, length=(spec.shape[-1] - 1) * self.hop,
-                                window=self.window)
+        return fast_griffin_lim(spec.abs(), unit(spec.detach()), n_fft=self.n_fft, hop=self.hop,
+                                iters=self.phase_iters, momentum=self.phase_momentum,
+                                length=(spec.shape[-1] - 1) * self.hop, window=self.window)
+
+    def forward(self, mel: torch.Tensor) -> torch.Tensor:
+        return self.synthesize(self.spectrum(mel))
 
 
 def new_fast(cfg: MelCodecConfig) -> FastVocoder:

@@ -10,10 +10,10 @@ et al. 2020): ``mel_weight`` x L1 of log-mels + spectral convergence and log-mag
 and ``phase_weight`` x APNet's anti-wrapping phase losses (Ai & Ling 2023: instantaneous phase, group delay,
 instantaneous angular frequency) between the predicted phase and the target's, weighted by the target's magnitude:
 magnitude losses alone leave the phase of an iSTFT vocoder unconstrained. ``wave_weight`` scales the losses on the
-waveform; a vocoder whose phase comes from fast Griffin-Lim at synthesis (``FastVocoderConfig.phase_iters``) trains
-with ``wave_weight`` 0 and ``spec_weight`` > 0 instead: log-magnitude L1 and spectral convergence on the predicted
-spectrum itself, so the magnitude is learnt for its own sake (through the network's own phase, the waveform losses
-let it compensate for that phase instead), and the phase losses only shape FGLA's starting point. From step
+waveform the vocoder synthesises (``FastVocoder.synthesize``: with ``FastVocoderConfig.phase_iters`` > 0, after
+that many fast Griffin-Lim iterations, unrolled, so the magnitude learns what FGLA makes of it); ``spec_weight``
+adds log-magnitude L1 and spectral convergence on the predicted spectrum itself, so the magnitude is also learnt
+for its own sake, and the phase losses only shape FGLA's starting point. From step
 ``gan_from_step`` on (0: never) the adversarial phase adds Vocos's (Siuzdak 2023) multi-period and multi-resolution
 discriminators (``vocoder_gan``): least-squares adversarial and feature-matching losses, the discriminators trained
 in turn.
@@ -52,8 +52,8 @@ class TrainConfig:
     lr: float = 5e-4
     weight_decay: float = 0.01
     mel_weight: float = 1.0
-    # Scales the waveform-domain losses (mel L1, multi-resolution STFT) on the network's own iSTFT output; 0 skips
-    # them, and the iSTFT, for a vocoder whose phase comes from fast Griffin-Lim at synthesis (phase_iters > 0).
+    # Scales the waveform-domain losses (mel L1, multi-resolution STFT) on the synthesised waveform, through the
+    # unrolled fast Griffin-Lim iterations when phase_iters > 0; 0 skips them and the synthesis.
     wave_weight: float = 1.0
     # Log-magnitude L1 + spectral convergence between the predicted spectrum and the target's STFT at the
     # vocoder's own resolution: trains the magnitude directly, whatever the predicted phase does to the waveform.
@@ -351,7 +351,7 @@ def train(corpus: Corpus, run: Path, tc: TrainConfig, log: Callable[[str], None]
             spec = model.spectrum(mel)
         adversarial = disc is not None and state["step"] >= tc.gan_from_step
         if tc.wave_weight or adversarial:
-            y_hat = model.waveform(spec)
+            y_hat = model.synthesize(spec)
         if tc.wave_weight:
             wave, more = losses(y_hat, y, tc.mel_weight)
             parts.update(more)
