@@ -59,20 +59,6 @@ def merge_rows(path: Path, result: dict) -> dict:
     return result
 
 
-def candidate_tag(codec, directory: Path, decoder: str) -> str:
-    """Names one candidate: its codebooks (fingerprint) and, for ``fast``, its weights and its fast Griffin-Lim
-    setting (the same weights decode differently with another)."""
-    from audiopd.artifacts import sha256_file
-
-    tag = codec.token_fingerprint[:12]
-    if decoder == "fast":
-        fast = codec.cfg.fast
-        tag += "-" + sha256_file(Path(directory) / fast.weights_file)[:8]
-        if fast.phase_iters:
-            tag += f"-fgla{fast.phase_iters}x{fast.phase_momentum:g}"
-    return tag
-
-
 def pareto(results: dict[str, dict]) -> str:
     """One markdown table: every (candidate, levels) row with DistillMOS, WER and decode RTF, originals first.
     ``results`` maps a label (``decoder @ tag``) to a codec_eval JSON."""
@@ -109,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     items = min(args.limit, held)
     probe = "" if items == held else f"-n{items}"  # a --limit probe keeps its own files and table
     for decoder in decoders:
-        tag = candidate_tag(every, evaluated, decoder)
+        tag = cc.candidate_tag(every, evaluated, decoder)
         out = data / "eval" / f"{decoder}-{tag}{probe}.json"
         run = out.with_name(f".{out.name}.run")
         argv_eval = ["--manifest", str(data / "manifest.jsonl"), "--set", "heldout", "--codec", str(evaluated),

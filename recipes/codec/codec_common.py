@@ -129,3 +129,17 @@ def mark_done(data: Path, stage: str, info: dict) -> None:
 
 
 atomic_write_text = nc.atomic_write_text
+
+
+def candidate_tag(codec, directory: Path, decoder: str) -> str:
+    """Names one candidate: its codebooks (fingerprint) and, for ``fast``, its weights and its fast Griffin-Lim
+    setting (the same weights decode differently with another)."""
+    from audiopd.artifacts import sha256_file
+
+    tag = codec.token_fingerprint[:12]
+    if decoder == "fast":
+        fast = codec.cfg.fast
+        tag += "-" + sha256_file(Path(directory) / fast.weights_file)[:8]
+        if fast.phase_iters:
+            tag += f"-fgla{fast.phase_iters}x{fast.phase_momentum:g}"
+    return tag

@@ -23,6 +23,7 @@ fit02 = _load("02_fit_rvq.py", "codec_fit02")
 train03 = _load("03_train_vocoder.py", "codec_train03")
 eval04 = _load("04_evaluate.py", "codec_eval04")
 probe05 = _load("05_phase_probe.py", "codec_probe05")
+speed06 = _load("06_speed.py", "codec_speed06")
 
 
 def _rows(n_test: int = 9, n_train: int = 40):
@@ -98,7 +99,13 @@ def test_fit_train_export_and_pareto(data: Path, tmp_path) -> None:
     fast = load_codec(art, decoder="fast")
     assert fast.decoders == ("hq", "fast") and fast.decode(fast.encode(np.zeros(600, np.float32))).shape == (1, 768)
     assert (fast.cfg.fast.trained_steps, fast.cfg.fast.phase_iters, fast.cfg.fast.phase_momentum) == (2, 4, 1.1)
-    assert eval04.candidate_tag(fast, art, "fast").endswith("-fgla4x1.1")  # same weights, other phase: a candidate
+    assert cc.candidate_tag(fast, art, "fast").endswith("-fgla4x1.1")  # same weights, other phase: a candidate
+    speed = ["--data", str(data), "--codec", str(art), "--limit", "2", "--rounds", "1"]
+    assert speed06.main([*speed, "--decoders", "fast"]) == 0
+    (row,) = json.loads((data / "eval" / "speed.json").read_text()).values()
+    assert row["items"] == 2 and row["ratios"] == {"fast": 1.0} and row["decoders"]["fast"]["rtf_median"] > 0
+    assert "| fast |" in (data / "eval" / "speed.md").read_text()
+    assert speed06.main([*speed, "--decoders", "fast,nope"]) == 2  # an unknown decoder: a clear refusal
     # A new run directory (a wiped disk) carries on from the shipped weights and their step count, unless told not.
     warm = tmp_path / "warm"
     assert train03.main(["--data", str(data), "--codec", str(art), "--steps", "3", "--batch", "2",
