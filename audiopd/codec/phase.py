@@ -34,11 +34,12 @@ def unit(spec: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
     return torch.where(mag > eps, spec / mag.clamp(min=eps), torch.ones_like(spec))
 
 
-def fast_griffin_lim(mag: torch.Tensor, phase: torch.Tensor, *, n_fft: int, hop: int, length: int, iters: int,
-                     momentum: float = 0.99, window: torch.Tensor | None = None) -> torch.Tensor:
-    """Audio ``[..., length]`` whose STFT magnitude approaches ``mag`` ``[..., bins, frames]`` after ``iters`` FGLA
-    iterations from the unit-complex ``phase`` (same shape); ``iters = 0`` inverts ``mag * phase`` as it is.
-    ``frames`` must be the STFT frame count of ``length`` samples (``length // hop + 1``)."""
+def fgla_phase(mag: torch.Tensor, phase: torch.Tensor, *, n_fft: int, hop: int, length: int, iters: int,
+               momentum: float = 0.99, window: torch.Tensor | None = None) -> torch.Tensor:
+    """The phase factor ``[..., bins, frames]`` that ``iters`` FGLA iterations from the unit-complex ``phase``
+    settle on for magnitude ``mag`` (same shape): ``mag`` times it is the last iterate (a bin whose estimate is ~0
+    gets a factor below 1, so it stays ~0). ``iters = 0`` returns ``phase``. ``frames`` must be the STFT frame
+    count of ``length`` samples (``length // hop + 1``)."""
     if iters < 0:
         raise ValueError(f"iters must be >= 0, got {iters}")
     if not 0.0 <= momentum < 2.0:
@@ -52,9 +53,20 @@ def fast_griffin_lim(mag: torch.Tensor, phase: torch.Tensor, *, n_fft: int, hop:
         rebuilt = stft(istft(spec, n_fft, hop, window, length), n_fft, hop, window)
         accelerated = rebuilt if previous is None else rebuilt * (1.0 + momentum) - previous * momentum
         previous = rebuilt
-        # the target magnitude with the accelerated estimate's phase (a bin at ~0 stays ~0)
-        spec = accelerated * (mag / accelerated.abs().clamp(min=1e-8))
-    return istft(spec, n_fft, hop, window, length)
+        phase = accelerated / accelerated.abs().clamp(min=1e-8)
+        spec = mag * phase  # the target magnitude with the accelerated estimate's phase
+    return phase
+
+
+def fast_griffin_lim(mag: torch.Tensor, phase: torch.Tensor, *, n_fft: int, hop: int, length: int, iters: int,
+                     momentum: float = 0.99, window: torch.Tensor | None = None) -> torch.Tensor:
+    """Audio ``[..., length]`` whose STFT magnitude approaches ``mag`` ``[..., bins, frames]`` after ``iters`` FGLA
+    iterations from the unit-complex ``phase`` (same shape); ``iters = 0`` inverts ``mag * phase`` as it is.
+    ``frames`` must be the STFT frame count of ``length`` samples (``length // hop + 1``)."""
+    window = torch.hann_window(n_fft, device=mag.device) if window is None else window
+    settled = fgla_phase(mag, phase, n_fft=n_fft, hop=hop, length=length, iters=iters, momentum=momentum,
+                         window=window)
+    return istft(mag * settled, n_fft, hop, window, length)
 
 
 def spectral_convergence(y: torch.Tensor, mag: torch.Tensor, n_fft: int, hop: int) -> float:

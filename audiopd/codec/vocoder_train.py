@@ -10,11 +10,10 @@ et al. 2020): ``mel_weight`` x L1 of log-mels + spectral convergence and log-mag
 and ``phase_weight`` x APNet's anti-wrapping phase losses (Ai & Ling 2023: instantaneous phase, group delay,
 instantaneous angular frequency) between the predicted phase and the target's, weighted by the target's magnitude:
 magnitude losses alone leave the phase of an iSTFT vocoder unconstrained. ``wave_weight`` scales the losses on the
-waveform the vocoder synthesises (``FastVocoder.synthesize``: with ``FastVocoderConfig.phase_iters`` > 0, after
-that many fast Griffin-Lim iterations, unrolled, so the magnitude learns what FGLA makes of it); ``spec_weight``
-adds log-magnitude L1 and spectral convergence on the predicted spectrum itself, so the magnitude is also learnt
-for its own sake, and the phase losses only shape FGLA's starting point. From step
-``gan_from_step`` on (0: never) the adversarial phase adds Vocos's (Siuzdak 2023) multi-period and multi-resolution
+waveform the vocoder synthesises (``FastVocoder.synthesize``: with ``FastVocoderConfig.phase_iters`` > 0, the
+predicted magnitude with the phase FGLA settles on, so the magnitude learns to sound right with that phase);
+``spec_weight`` adds log-magnitude L1 and spectral convergence on the predicted spectrum itself, so the magnitude
+is also learnt for its own sake, and the phase losses only shape FGLA's starting point. From step ``gan_from_step`` on (0: never) the adversarial phase adds Vocos's (Siuzdak 2023) multi-period and multi-resolution
 discriminators (``vocoder_gan``): least-squares adversarial and feature-matching losses, the discriminators trained
 in turn.
 
@@ -52,8 +51,8 @@ class TrainConfig:
     lr: float = 5e-4
     weight_decay: float = 0.01
     mel_weight: float = 1.0
-    # Scales the waveform-domain losses (mel L1, multi-resolution STFT) on the synthesised waveform, through the
-    # unrolled fast Griffin-Lim iterations when phase_iters > 0; 0 skips them and the synthesis.
+    # Scales the waveform-domain losses (mel L1, multi-resolution STFT) on the synthesised waveform, with fast
+    # Griffin-Lim's phase when phase_iters > 0; 0 skips them and the synthesis.
     wave_weight: float = 1.0
     # Log-magnitude L1 + spectral convergence between the predicted spectrum and the target's STFT at the
     # vocoder's own resolution: trains the magnitude directly, whatever the predicted phase does to the waveform.
