@@ -67,13 +67,50 @@ def f0_from_logit(x: torch.Tensor) -> torch.Tensor:
     return torch.exp(lo + (hi - lo) * torch.sigmoid(x))
 
 
-def f0_track(audio, *, sample_rate: int, hop: int, frames: int):
-    """F0 in Hz (0 = unvoiced) at each STFT frame centre (sample t * hop) of ``audio``: WORLD's DIO refined by
-    StoneMask (Morise et al. 2016), ``frames`` values, float32. The harmonic head's F0 target in training."""
+def f0_track(audio, *, sample_rate: int, hop: int, frames: int, n_fft: int):
+    """F0 in Hz (0 = unvoiced) at each STFT frame centre (sample t * hop) of ``audio``, ``frames`` values, float32:
+    WORLD's Harvest (Morise 2017), then :func:`refine_f0` against the audio's own ``n_fft``-point STFT magnitude.
+    The harmonic head's F0 target in training.
+
+    Why Harvest and not DIO + StoneMask (the first choice): on the codec's held-out speech Piper joe's DIO track
+    disagreed with Harvest by a median 6.6% (p90 74%), and the harmonics stood out less at DIO's F0 than at
+    Harvest's (log peak-to-midpoint contrast of harmonics 2-11: 0.45 against 0.86; refined, 0.97)."""
     import numpy as np
     import pyworld
 
     x = np.asarray(audio, dtype=np.float64)
-    f0, times = pyworld.dio(x, sample_rate, f0_floor=F0_MIN, f0_ceil=F0_MAX, frame_period=1000.0 * hop / sample_rate)
-    f0 = pyworld.stonemask(x, f0, times, sample_rate)
-    return np.pad(f0, (0, max(0, frames - len(f0))))[:frames].astype(np.float32)
+    f0, _ = pyworld.harvest(x, sample_rate, f0_floor=F0_MIN, f0_ceil=F0_MAX, frame_period=1000.0 * hop / sample_rate)
+    f0 = np.pad(f0, (0, max(0, frames - len(f0))))[:frames].astype(np.float32)
+    y = torch.from_numpy(np.pad(x.astype(np.float32), (0, max(0, frames * hop - len(x)))))
+    mag = torch.stft(y, n_fft, hop, n_fft, window=torch.hann_window(n_fft), center=True,
+                     return_complex=True)[..., :frames].abs().numpy()
+    return refine_f0(mag, f0, n_fft=n_fft, sample_rate=sample_rate)
+
+
+def refine_f0(mag, f0, *, n_fft: int, sample_rate: int, span: float = 0.06, steps: int = 61,
+              max_hz: float = 4000.0):
+    """``f0`` [T] (Hz, 0 = unvoiced) moved, frame by frame and within ``span`` (relative, either way), to the F0
+    whose comb (:func:`comb`) best matches the magnitude ``mag`` [bins, T] below ``max_hz``: normalised
+    correlation with the square-root magnitude. The harmonic head draws its comb at the F0 it predicts, so its
+    target must line up with the harmonics the audio has; a tracker's error of a few percent puts the tenth
+    harmonic a bin or more off, and the magnitude loss then rewards drawing noise instead of harmonics.
+    Unvoiced frames stay 0."""
+    import numpy as np
+
+    f0 = np.asarray(f0, dtype=np.float32)
+    voiced = np.flatnonzero(f0 > 0)
+    if voiced.size == 0:
+        return f0.copy()
+    bins = int(max_hz * n_fft / sample_rate) + 1
+    m = torch.from_numpy(np.sqrt(np.asarray(mag, dtype=np.float32)[:bins, voiced]))  # [bins, V]
+    ratios = torch.exp(torch.linspace(-span, span, steps))
+    out = f0.copy()
+    for chunk in np.array_split(np.arange(voiced.size), max(1, voiced.size // 256)):
+        base = torch.from_numpy(f0[voiced[chunk]])  # [C]
+        cand = (base[:, None] * ratios[None, :]).reshape(1, -1)  # [1, C * S] as one "batch" of frames
+        c = comb(cand, bins=bins, n_fft=n_fft, sample_rate=sample_rate)[0]  # [bins, C * S]
+        c = c.reshape(bins, len(chunk), steps)
+        score = (c * m[:, chunk, None]).sum(0) / torch.linalg.norm(c, dim=0).clamp(min=1e-8)  # [C, S]
+        best = score.argmax(dim=1)
+        out[voiced[chunk]] = (base * ratios[best]).numpy()
+    return out

@@ -18,7 +18,8 @@ so a resumed run or a grown corpus renders only what is new. ``--targets natural
 Losses follow the head (``--head``, default the artifact's): a ``linear`` head trains through its own iSTFT
 waveform (``--wave-weight 1``) with the phase and complex losses; a ``harmonic`` head, whose phase is found by fast
 Griffin-Lim at synthesis, trains its magnitude directly (``--spec-weight 1 --wave-weight 0``, no phase or complex
-loss) and its F0 (``audiopd.codec.vocoder_train``). Each flag overrides its default.
+loss) and its F0 (``audiopd.codec.vocoder_train``). Each flag overrides its default. The F0 targets are
+``harmonic.f0_track`` of the clean targets, cached per utterance in ``DATA/teacher/f0-<targets>/``.
 
 ``--export`` writes the last checkpoint's weights into the artifact as ``fast.safetensors``, names them in its
 ``config.yaml`` (``fast.weights_file``; ``--phase-iters N`` sets ``fast.phase_iters``) and rewrites ``SHA256SUMS``;
@@ -96,6 +97,30 @@ def teacher_targets(data: Path, rows: list[dict], corpus, codec, log=print,
     return out["clean"], out[tag] if quantized else out["clean"]
 
 
+def f0_targets(cache: Path, rows: list[dict], corpus, cfg, log=print) -> list:
+    """Each utterance's F0 track (``harmonic.f0_track`` of its clean target), from ``cache`` or computed now
+    (Harvest costs ~1.5 s per utterance here, so a restarted run reads them back)."""
+    from audiopd.codec.harmonic import f0_track
+
+    out, made, t0 = [], 0, time.monotonic()
+    for n, (row, target, mel) in enumerate(zip(rows, corpus.target, corpus.mel)):
+        path = cache / cc.nc.voice_dir_name(row["voice"]) / f"{row['id']}.npy"
+        if path.is_file():
+            track = np.load(path)
+        else:
+            track = f0_track(target, sample_rate=cfg.sample_rate, hop=cfg.hop, frames=len(mel), n_fft=cfg.n_fft)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.stem}.tmp.npy")
+            np.save(tmp, track)
+            tmp.replace(path)
+            made += 1
+        out.append(track)
+        if made and n % 100 == 99:
+            log(f"F0 targets: {n + 1}/{len(rows)} utterances, {made} tracked in {time.monotonic() - t0:.0f} s")
+    log(f"F0 targets: {len(rows)} utterances ({made} tracked now, the rest cached)")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     def extra(p):
         p.add_argument("--codec", default=str(REPO / "codecs" / "mel22k"), help="the mel codec artifact")
@@ -164,11 +189,8 @@ def main(argv: list[str] | None = None) -> int:
         corpus.set_targets(*teacher_targets(data, rows, corpus, codec, log=lambda m: print(m, flush=True),
                                             quantized=args.quantized_p > 0))
     if codec.cfg.fast.head == "harmonic":  # its F0 target: the track of what it trains towards
-        from audiopd.codec.harmonic import f0_track
-
-        cfg = codec.cfg
-        corpus.set_f0([f0_track(t, sample_rate=cfg.sample_rate, hop=cfg.hop, frames=len(m))
-                       for t, m in zip(corpus.target, corpus.mel)])
+        corpus.set_f0(f0_targets(data / "teacher" / f"f0-{args.targets}", rows, corpus, codec.cfg,
+                                 log=lambda m: print(m, flush=True)))
     # Defaults by head: a harmonic head trains its magnitude directly (its phase comes from FGLA at synthesis).
     harmonic = codec.cfg.fast.head == "harmonic"
 

@@ -112,17 +112,18 @@ def test_harmonic_head_learns_f0_from_the_track_of_its_targets(tmp_path) -> None
     art = write_mel_artifact(tmp_path / "harm", fast=False)
     codec = load_codec(art)
     codec.cfg = dataclasses.replace(codec.cfg, fast=dataclasses.replace(TINY_FAST, head="harmonic"))
-    tone = (0.3 * np.sin(2 * np.pi * 180.0 * np.arange(11025) / 22050)).astype(np.float32)  # 180 Hz, 0.5 s
+    t = np.arange(11025) / 22050  # 0.5 s of a harmonic tone at 180 Hz
+    tone = sum(0.1 / k * np.sin(2 * np.pi * k * 180.0 * t) for k in range(1, 10)).astype(np.float32)
     harm = Corpus([tone, chirp(0.5)], codec)
     tc = TrainConfig(segment_frames=8, batch=4, lr=3e-3, max_steps=40, log_every=10, checkpoint_every_s=1e9,
                      wave_weight=0.0, spec_weight=1.0, phase_weight=0.0)
     with pytest.raises(ValueError, match="F0 targets"):
         train(harm, tmp_path / "no-f0", tc, log=lambda m: None)
-    track = f0_track(tone, sample_rate=22050, hop=HOP, frames=len(harm.mel[0]))
+    track = f0_track(tone, sample_rate=22050, hop=HOP, frames=len(harm.mel[0]), n_fft=1024)
     assert np.median(track[track > 0]) == pytest.approx(180.0, rel=0.02)
     with pytest.raises(ValueError, match="one value per frame"):
         harm.set_f0([track])
-    harm.set_f0([track, f0_track(chirp(0.5), sample_rate=22050, hop=HOP, frames=len(harm.mel[1]))])
+    harm.set_f0([track, f0_track(chirp(0.5), sample_rate=22050, hop=HOP, frames=len(harm.mel[1]), n_fft=1024)])
     hist = train(harm, tmp_path / "run", tc, log=lambda m: None)["history"]
     assert {"f0", "voicing", "spec_logmag"} <= set(hist[0])
     assert hist[-1]["f0"] < hist[0]["f0"] and hist[-1]["spec_logmag"] < hist[0]["spec_logmag"]
