@@ -49,12 +49,16 @@ def fgla_phase(mag: torch.Tensor, phase: torch.Tensor, *, n_fft: int, hop: int, 
                          f"hop {hop}, {length} samples")
     window = torch.hann_window(n_fft, device=mag.device) if window is None else window
     spec, previous = mag * phase, None
-    for _ in range(iters):
+    # Fused and in place where it is safe: the elementwise work cost as much as the STFTs (RTF, codec README).
+    for i in range(iters):
         rebuilt = stft(istft(spec, n_fft, hop, window, length), n_fft, hop, window)
-        accelerated = rebuilt if previous is None else rebuilt * (1.0 + momentum) - previous * momentum
+        # t_n = c_n + alpha (c_n - c_{n-1})
+        accelerated = rebuilt if previous is None else torch.sub(rebuilt, previous).mul_(momentum).add_(rebuilt)
         previous = rebuilt
-        phase = accelerated / accelerated.abs().clamp(min=1e-8)
-        spec = mag * phase  # the target magnitude with the accelerated estimate's phase
+        inverse = accelerated.abs().clamp_(min=1e-8).reciprocal_()
+        if i == iters - 1:
+            return accelerated * inverse
+        spec = accelerated * (mag * inverse)  # the target magnitude with the accelerated estimate's phase
     return phase
 
 
