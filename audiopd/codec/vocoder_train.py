@@ -13,7 +13,8 @@ magnitude losses alone leave the phase of an iSTFT vocoder unconstrained. ``wave
 waveform the vocoder synthesises (``FastVocoder.synthesize``: with ``FastVocoderConfig.phase_iters`` > 0, the
 predicted magnitude with the phase FGLA settles on, so the magnitude learns to sound right with that phase);
 ``spec_weight`` adds log-magnitude L1 and spectral convergence on the predicted spectrum itself, so the magnitude
-is also learnt for its own sake, and the phase losses only shape FGLA's starting point. From step ``gan_from_step`` on (0: never) the adversarial phase adds Vocos's (Siuzdak 2023) multi-period and multi-resolution
+is also learnt for its own sake, and the phase losses only shape FGLA's starting point. From step
+``gan_from_step`` on (0: never) the adversarial phase adds Vocos's (Siuzdak 2023) multi-period and multi-resolution
 discriminators (``vocoder_gan``): least-squares adversarial and feature-matching losses, the discriminators trained
 in turn.
 

@@ -88,7 +88,27 @@ class RoundTripStats:
             "decode_x_realtime": round(self.audio_seconds / max(1e-9, self.decode_seconds), 1),
             "decode_rtf": round(self.decode_seconds / max(1e-9, self.audio_seconds), 4),
             **by_voice(self.scores, self.voices),
+            **item_scores(self.scores),
         }
+
+
+def item_scores(scores: list[dict]) -> dict:
+    """``{"distillmos_items": [...]}``: each item's DistillMOS in item order (None where unjudged), so that two
+    rows of the same items can be compared pair by pair (``paired_change``)."""
+    return {"distillmos_items": [None if s.get("distillmos") is None else round(float(s["distillmos"]), 4)
+                                 for s in scores]}
+
+
+def paired_change(row: dict, original: dict) -> dict | None:
+    """Mean DistillMOS change of ``row`` from ``original`` over the items both judged, with a 95% bootstrap
+    interval over items (``audiopd.compare.stats.paired_mean``); None when either lacks per-item scores."""
+    from audiopd.compare.stats import paired_mean
+
+    a, b = row.get("distillmos_items"), original.get("distillmos_items")
+    if not a or not b or len(a) != len(b):
+        return None
+    return paired_mean({i: x for i, x in enumerate(a) if x is not None},
+                       {i: x for i, x in enumerate(b) if x is not None})
 
 
 def by_voice(scores: list[dict], voices: list[str]) -> dict:
@@ -218,7 +238,8 @@ def evaluate(
     from audiopd.text.wer import wer
 
     return ({"levels": "original", "wer": round(100 * wer(original.refs, original.hyps), 2),
-             **judging.mos_means(original.scores), **by_voice(original.scores, original.voices)},
+             **judging.mos_means(original.scores), **by_voice(original.scores, original.voices),
+             **item_scores(original.scores)},
             [st.summary() for st in stats.values()])
 
 

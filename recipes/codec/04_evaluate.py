@@ -60,15 +60,21 @@ def merge_rows(path: Path, result: dict) -> dict:
 
 
 def pareto(results: dict[str, dict]) -> str:
-    """One markdown table: every (candidate, levels) row with DistillMOS, WER and decode RTF, originals first.
+    """One markdown table: every (candidate, levels) row with DistillMOS (and its paired change from the originals
+    where the result keeps per-item scores), WER and decode RTF, originals first.
     ``results`` maps a label (``decoder @ tag``) to a codec_eval JSON."""
-    lines = ["| decoder | levels | DistillMOS | WER % | decode RTF | log-mel MAE |", "|---|---|---|---|---|---|"]
+    from audiopd.eval.codec_eval import paired_change
+
+    lines = ["| decoder | levels | DistillMOS | change [95%] | WER % | decode RTF | log-mel MAE |",
+             "|---|---|---|---|---|---|---|"]
     first = next(iter(results.values()))
     o = first["original"]
-    lines.append(f"| original | - | {o.get('distillmos')} | {o.get('wer')} | - | - |")
+    lines.append(f"| original | - | {o.get('distillmos')} | - | {o.get('wer')} | - | - |")
     for label, res in results.items():
         for r in res["rows"]:
-            lines.append(f"| {label} | {r['levels']} | {r.get('distillmos')} | {r.get('wer')} | "
+            c = paired_change(r, res["original"])
+            change = "-" if c is None else f"{c['diff']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}]"
+            lines.append(f"| {label} | {r['levels']} | {r.get('distillmos')} | {change} | {r.get('wer')} | "
                          f"{r.get('decode_rtf')} | {r.get('logmel_mae')} |")
     n = first.get("items")
     return (f"Held-out round trip, {n} utterances, judged by {first['judge'].get('asr', 'whisper')} + DistillMOS; "

@@ -146,10 +146,14 @@ def test_fit_train_export_and_pareto(data: Path, tmp_path) -> None:
     assert readme.count("Measured: by hand.") == 1 and "02_fit_rvq.py keeps them" in readme
     every = eval04.all_levels_artifact(data, art)
     assert load_codec(every, decoder="fast").num_codebooks == 3
-    res = {"original": {"distillmos": 4.5, "wer": 1.0}, "judge": {"asr": "whisper"}, "items": 7, "threads": 2,
-           "rows": [{"levels": "vocoder", "distillmos": 4.4, "wer": 1.2, "decode_rtf": 0.2, "logmel_mae": 0.0}]}
+    res = {"original": {"distillmos": 4.5, "wer": 1.0, "distillmos_items": [4.5, 4.0, 5.0]},
+           "judge": {"asr": "whisper"}, "items": 3, "threads": 2,
+           "rows": [{"levels": "vocoder", "distillmos": 4.4, "wer": 1.2, "decode_rtf": 0.2, "logmel_mae": 0.0},
+                    {"levels": 2, "distillmos": 4.0, "wer": 1.2, "decode_rtf": 0.2, "logmel_mae": 0.1,
+                     "distillmos_items": [4.0, 3.5, 4.5]}]}
     table = eval04.pareto({"hq": res})
-    assert "| original | - | 4.5 | 1.0 |" in table and "| hq | vocoder | 4.4 | 1.2 | 0.2 | 0.0 |" in table
+    assert "| original | - | 4.5 | - | 1.0 |" in table and "| hq | vocoder | 4.4 | - | 1.2 | 0.2 | 0.0 |" in table
+    assert "| hq | 2 | 4.0 | -0.500 [-0.500, -0.500] | 1.2 |" in table  # every item 0.5 down: a paired change
 
 
 def test_fit_rows_add_only_the_natural_train_split_resampled(data: Path, tmp_path) -> None:
