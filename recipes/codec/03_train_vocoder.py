@@ -18,7 +18,9 @@ so a resumed run or a grown corpus renders only what is new. ``--targets natural
 Losses follow the head (``--head``, default the artifact's): a ``linear`` head trains through its own iSTFT
 waveform (``--wave-weight 1``) with the phase and complex losses; a ``harmonic`` head, whose phase is found by fast
 Griffin-Lim at synthesis, trains its magnitude directly (``--spec-weight 1 --wave-weight 0``, no phase or complex
-loss) and its F0 (``audiopd.codec.vocoder_train``). Each flag overrides its default. The F0 targets are
+loss) and its F0 (``audiopd.codec.vocoder_train``); with ``--wave-weight 1`` it also trains on the waveform the
+codec decodes (its magnitude with fast Griffin-Lim's phase), as the shipped weights' last steps did
+(``run.sh``). Each flag overrides its default. The F0 targets are
 ``harmonic.f0_track`` of the clean targets, cached per utterance in ``DATA/teacher/f0-<targets>/``.
 
 ``--export`` writes the last checkpoint's weights into the artifact as ``fast.safetensors``, names them in its
