@@ -114,3 +114,29 @@ def refine_f0(mag, f0, *, n_fft: int, sample_rate: int, span: float = 0.06, step
         best = score.argmax(dim=1)
         out[voiced[chunk]] = (base * ratios[best]).numpy()
     return out
+
+
+HARMONIC_BANDS = ((1, 3), (4, 7), (8, 15), (16, 40))  # harmonic numbers k, low to high
+
+
+def harmonic_contrast(mag, f0, *, n_fft: int, sample_rate: int, bands=HARMONIC_BANDS) -> dict:
+    """How far the harmonics stand out of ``mag`` [bins, T] at F0 ``f0`` [T] (0 = unvoiced): the mean, over voiced
+    frames and the harmonics k of each band, of log magnitude at k F0 minus at (k + 1/2) F0, keyed "k1-3" etc.
+    (None for a band with no harmonic below Nyquist). A vocoder whose value falls below its teacher's draws noise
+    where the teacher has harmonics (``codecs/mel22k/README.md``)."""
+    import numpy as np
+
+    mag = np.log(np.asarray(mag, dtype=np.float64) + 1e-5)
+    f0 = np.asarray(f0, dtype=np.float64)
+    t = np.flatnonzero(f0 > 0)
+    bin_hz = sample_rate / n_fft
+    out = {}
+    for lo, hi in bands:
+        k = np.arange(lo, hi + 1, dtype=np.float64)[:, None]
+        peak = np.rint(k * f0[t] / bin_hz).astype(int)
+        mid = np.rint((k + 0.5) * f0[t] / bin_hz).astype(int)
+        ok = mid < mag.shape[0]
+        frames = np.broadcast_to(t, peak.shape)
+        diff = mag[peak[ok], frames[ok]] - mag[mid[ok], frames[ok]]
+        out[f"k{lo}-{hi}"] = round(float(diff.mean()), 3) if diff.size else None
+    return out

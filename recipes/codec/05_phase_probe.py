@@ -1,12 +1,14 @@
 """Stage 05 (diagnosis): where the fast decoder loses naturalness, its magnitude or its phase -> DATA/eval/phase-*.md.
 
-On ``--per-voice`` held-out utterances of each voice (unquantised log-mel, so the quantiser is out of it), DistillMOS
-of STFTs built from the ``hq`` teacher's rendering of the mel and from the ``fast`` decoder's spectrum (its head's
-magnitude and phase, before any fast Griffin-Lim), mixed: each one's magnitude with the other's phase, each
-magnitude with ``--iters`` fast Griffin-Lim iterations (``audiopd.codec.phase``) from a random phase and from the
-fast head's phase, and the fast decoder as the artifact configures it. The teacher's own magnitude bounds what a
-better magnitude can win; its phase bounds what a better phase can win. ``codecs/mel22k/README.md`` keeps the
-figures that chose the fast decoder's design.
+On ``--per-voice`` held-out utterances of each voice (unquantised log-mel, so the quantiser is out of it),
+DistillMOS of STFTs built from the ``hq`` teacher's rendering of the mel and from the ``fast`` decoder's spectrum
+(its head's magnitude and phase, before any fast Griffin-Lim), mixed: each one's magnitude with the other's phase,
+each magnitude with ``--iters`` fast Griffin-Lim iterations (``audiopd.codec.phase``) from a random phase and from
+the fast head's phase, and the fast decoder as the artifact configures it. The teacher's own magnitude bounds what a
+better magnitude can win; its phase bounds what a better phase can win. A second table gives the harmonic contrast
+(``harmonic.harmonic_contrast``) of the teacher's audio and of the fast decoder's, band by band of harmonics:
+whether the decoder keeps the harmonics; ``--contrast-only`` makes just that table, without the judges.
+``codecs/mel22k/README.md`` keeps the figures that chose the fast decoder's design.
 """
 
 from __future__ import annotations
@@ -62,12 +64,33 @@ def variants(codec, mel: np.ndarray, iters: list[int], seed: int) -> dict[str, n
     return {k: np.clip(v.numpy(), -1.0, 1.0).astype(np.float32) for k, v in out.items()}
 
 
+def harmonic_contrasts(codec, audios: dict[str, np.ndarray]) -> dict[str, dict]:
+    """``harmonic.harmonic_contrast`` of the teacher's audio and of the fast decoder as configured, at the F0
+    tracked on the teacher's audio: whether the decoder keeps the harmonics the teacher draws."""
+    import torch
+
+    from audiopd.codec.harmonic import f0_track, harmonic_contrast
+    from audiopd.codec.phase import stft
+
+    cfg = codec.cfg
+    teacher = audios["teacher (hq)"]
+    frames = len(teacher) // cfg.hop
+    f0 = f0_track(teacher, sample_rate=cfg.sample_rate, hop=cfg.hop, frames=frames, n_fft=cfg.n_fft)
+    out = {}
+    for name in ("teacher (hq)", next(k for k in audios if k.startswith("fast as configured"))):
+        mag = stft(torch.from_numpy(audios[name]), cfg.n_fft, cfg.hop, torch.hann_window(cfg.n_fft))[..., :frames]
+        out[name] = harmonic_contrast(mag.abs().numpy(), f0, n_fft=cfg.n_fft, sample_rate=cfg.sample_rate)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     def extra(p):
         p.add_argument("--codec", default=str(REPO / "codecs" / "mel22k"), help="the mel codec artifact")
         p.add_argument("--per-voice", type=int, default=4, help="held-out utterances per voice")
         p.add_argument("--iters", default="8,16", help="fast Griffin-Lim iteration counts to try")
         p.add_argument("--threads", type=int, default=2)
+        p.add_argument("--contrast-only", action="store_true",
+                       help="only the harmonic contrast table (no judges: seconds, not minutes)")
 
     args = cc.stage_args(__doc__.splitlines()[0], argv, extra)
     import torch
@@ -80,22 +103,35 @@ def main(argv: list[str] | None = None) -> int:
     data, artifact = Path(args.data), Path(args.codec)
     codec = load_codec(artifact, decoder="fast")
     iters = [int(k) for k in args.iters.split(",") if k]
-    judges = Judges(threads=args.threads)
+    judges = None if args.contrast_only else Judges(threads=args.threads)
     scores: dict[str, list[float]] = {}
+    contrast: dict[str, list[dict]] = {}
     items = probe_items(data, args.per_voice)
     for i, row in enumerate(items):
         mel = codec.analyzer(cc.load_audio(data, row))
-        for name, audio in variants(codec, mel, iters, seed=i).items():
+        audios = variants(codec, mel, iters, seed=i)
+        for name, c in harmonic_contrasts(codec, audios).items():
+            contrast.setdefault(name, []).append(c)
+        for name, audio in audios.items() if judges else ():
             scores.setdefault(name, []).append(judges.naturalness(audio, codec.sample_rate, dnsmos=False)["distillmos"])
         print(f"{i + 1}/{len(items)} {row['voice']}", flush=True)
     tag = sha256_file(artifact / codec.cfg.fast.weights_file)[:8]
-    lines = [f"# Where the fast decoder ({tag}) loses: {len(items)} held-out utterances, unquantised log-mel", "",
-             "| magnitude and phase | DistillMOS |", "|---|---|"]
-    lines += [f"| {name} | {np.mean(v):.3f} |" for name, v in scores.items()]
+    lines = [f"# Where the fast decoder ({tag}) loses: {len(items)} held-out utterances, unquantised log-mel", ""]
+    if scores:
+        lines += ["| magnitude and phase | DistillMOS |", "|---|---|"]
+        lines += [f"| {name} | {np.mean(v):.3f} |" for name, v in scores.items()] + [""]
+    bands = list(next(iter(contrast.values()))[0])
+    lines += ["Harmonic contrast (`harmonic.harmonic_contrast`: log magnitude at k F0 minus at (k + 1/2) F0, voiced "
+              "frames, F0 tracked on the teacher's audio), mean over utterances:", "",
+              "| audio | " + " | ".join(bands) + " |", "|---" * (len(bands) + 1) + "|"]
+    for name, cs in contrast.items():
+        cells = [np.mean([c[b] for c in cs if c[b] is not None] or [np.nan]) for b in bands]
+        lines.append(f"| {name} | " + " | ".join(f"{x:.2f}" for x in cells) + " |")
     out = data / "eval" / f"phase-{tag}-n{len(items)}"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    out.with_suffix(".json").write_text(json.dumps({"items": len(items), "scores": scores}, indent=1) + "\n")
+    out.with_suffix(".json").write_text(json.dumps({"items": len(items), "scores": scores, "contrast": contrast},
+                                                   indent=1) + "\n")
     print("\n".join(lines))
     return 0
 

@@ -93,3 +93,21 @@ def test_refine_f0_lines_the_comb_up_with_the_harmonics() -> None:
     assert np.median(np.abs(refined[5:-5] / 130.0 - 1.0)) < 0.004
     silent = np.zeros(mag.shape[1], np.float32)
     assert np.array_equal(refine_f0(mag, silent, n_fft=N_FFT, sample_rate=SR), silent)
+
+
+def test_harmonic_contrast_sees_harmonics_fade_into_noise() -> None:
+    """A comb that stands out in every band scores high everywhere; the same comb with its upper harmonics buried
+    in flat noise scores ~0 in those bands only; unvoiced frames count nowhere."""
+    from audiopd.codec.harmonic import harmonic_contrast
+
+    f0 = torch.full((1, 20), 150.0)
+    clean = comb(f0, bins=N_FFT // 2 + 1, n_fft=N_FFT, sample_rate=SR)[0].numpy() + 1e-3
+    freq = np.arange(N_FFT // 2 + 1) * SR / N_FFT
+    buried = np.where(freq[:, None] > 8 * 150.0 + 75.0, 1.0, clean)  # harmonics above the 8th: noise only
+    track = np.full(20, 150.0)
+    track[:5] = 0.0
+    a = harmonic_contrast(clean, track, n_fft=N_FFT, sample_rate=SR)
+    b = harmonic_contrast(buried, track, n_fft=N_FFT, sample_rate=SR)
+    assert set(a) == {"k1-3", "k4-7", "k8-15", "k16-40"} and min(a.values()) > 3.0
+    assert b["k1-3"] == a["k1-3"] and b["k4-7"] == a["k4-7"] and abs(b["k16-40"]) < 1e-6
+    assert harmonic_contrast(clean, np.zeros(20), n_fft=N_FFT, sample_rate=SR) == dict.fromkeys(a)

@@ -251,3 +251,6 @@ def test_phase_probe_mixes_every_magnitude_with_every_phase(tmp_path) -> None:
     assert all(a.shape == (mel.shape[0] * 256,) and np.all(np.abs(a) <= 1.0) for a in out.values())
     # the fast decoder as configured (0 iterations in the fixture) is its own magnitude with its own phase
     np.testing.assert_allclose(out["fast as configured (0 iterations)"], out["fast magnitude, fast phase"], atol=1e-5)
+    contrast = probe05.harmonic_contrasts(codec, out)  # the teacher's and the decoder's, band by band
+    assert set(contrast) == {"teacher (hq)", "fast as configured (0 iterations)"}
+    assert all(set(c) == {"k1-3", "k4-7", "k8-15", "k16-40"} for c in contrast.values())
