@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--iters", default="8,16", help="fast Griffin-Lim iteration counts to try")
         p.add_argument("--threads", type=int, default=2)
         p.add_argument("--contrast-only", action="store_true",
-                       help="only the harmonic contrast table (no judges: seconds, not minutes)")
+                       help="only the harmonic contrast table (no judges)")
 
     args = cc.stage_args(__doc__.splitlines()[0], argv, extra)
     import torch
