@@ -16,6 +16,8 @@ import math
 
 import torch
 
+from audiopd.codec.phase import stft
+
 F0_MIN, F0_MAX = 50.0, 600.0  # Hz: the range the F0 head can say
 
 
@@ -82,8 +84,7 @@ def f0_track(audio, *, sample_rate: int, hop: int, frames: int, n_fft: int):
     f0, _ = pyworld.harvest(x, sample_rate, f0_floor=F0_MIN, f0_ceil=F0_MAX, frame_period=1000.0 * hop / sample_rate)
     f0 = np.pad(f0, (0, max(0, frames - len(f0))))[:frames].astype(np.float32)
     y = torch.from_numpy(np.pad(x.astype(np.float32), (0, max(0, frames * hop - len(x)))))
-    mag = torch.stft(y, n_fft, hop, n_fft, window=torch.hann_window(n_fft), center=True,
-                     return_complex=True)[..., :frames].abs().numpy()
+    mag = stft(y, n_fft, hop, torch.hann_window(n_fft))[..., :frames].abs().numpy()
     return refine_f0(mag, f0, n_fft=n_fft, sample_rate=sample_rate)
 
 

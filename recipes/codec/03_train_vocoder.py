@@ -139,8 +139,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="log-magnitude + spectral-convergence loss on the predicted spectrum itself "
                             "(default 1 for a harmonic head, else 0)")
         p.add_argument("--wave-weight", type=float, default=None,
-                       help="weight of the losses on the network's own iSTFT waveform (0 skips them: for a vocoder "
-                            "whose phase comes from fast Griffin-Lim; default 0 for a harmonic head, else 1)")
+                       help="weight of the losses on the waveform the codec decodes (with fast Griffin-Lim's phase "
+                            "when the artifact sets phase_iters; 0 skips them; default 0 for a harmonic head, else 1)")
         p.add_argument("--phase-weight", type=float, default=None,
                        help="APNet's anti-wrapping phase losses on the predicted phase, which FGLA starts from "
                             "(default 0.3; 0 for a harmonic head, whose phase follows its F0)")

@@ -33,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from audiopd.codec import load_codec
+    from audiopd.errors import ArtifactError
     from audiopd.eval.codec_eval import load_manifest_items
     from audiopd.eval.codec_speed import decode_speed, markdown_table
 
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     grids = [codec.encode(audio)[0] for audio, _, _ in items]
     try:
         result = decode_speed(codec, grids, decoders, rounds=args.rounds)
-    except ValueError as exc:
+    except (ValueError, ArtifactError) as exc:
         print(f"stage 06: {exc}", file=sys.stderr)
         return 2
     result.update(threads=args.threads, items=len(items),

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from audiopd.codec.base import Codec
+from audiopd.errors import ArtifactError
 from audiopd.eval.codec_speed import decode_speed, markdown_table
 
 
@@ -48,14 +49,15 @@ def test_decoders_are_timed_side_by_side_in_rotating_order() -> None:
     assert "| dear | 0.5 |" in table and "2 thread(s)" in table
 
 
-@pytest.mark.parametrize("kwargs, needle", [
-    ({"grids": []}, "at least one token grid"),
-    ({"decoders": ["cheap", "cheap"]}, "distinct"),
-    ({"decoders": ["cheap", "nope"]}, "no decoder 'nope'"),
-    ({"rounds": 0}, "rounds must be >= 1"),
+@pytest.mark.parametrize("kwargs, error, needle", [
+    ({"grids": []}, ValueError, "at least one token grid"),
+    ({"decoders": ["cheap", "cheap"]}, ValueError, "distinct"),
+    ({"decoders": ["cheap", "nope"]}, ArtifactError, "no decoder 'nope'"),  # the codec's own check
+    ({"rounds": 0}, ValueError, "rounds must be >= 1"),
 ])
-def test_bad_requests_are_clear_errors(kwargs: dict, needle: str) -> None:
+def test_bad_requests_are_clear_errors(kwargs: dict, error: type, needle: str) -> None:
     args = {"grids": [np.zeros((2, 5), np.int64)], "decoders": ["cheap", "dear"], **kwargs}
     codec = _Clocked()
-    with pytest.raises(ValueError, match=needle):
+    with pytest.raises(error, match=needle):
         decode_speed(codec, args.pop("grids"), args.pop("decoders"), clock=codec.clock, **args)
+    assert codec.calls == [] and codec.decoder == "dear"  # nothing decoded, the codec's choice kept
