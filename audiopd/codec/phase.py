@@ -24,8 +24,42 @@ def stft(y: torch.Tensor, n_fft: int, hop: int, window: torch.Tensor) -> torch.T
 
 
 def istft(spec: torch.Tensor, n_fft: int, hop: int, window: torch.Tensor, length: int) -> torch.Tensor:
-    """Inverse of :func:`stft`, ``length`` samples."""
-    return torch.istft(spec, n_fft, hop, n_fft, window=window, center=True, length=length)
+    """Inverse of :func:`stft`, ``length`` samples (``torch.istft``'s result to float rounding).
+
+    Where ``hop`` divides ``n_fft`` the overlap-add is ``n_fft / hop`` shifted adds of contiguous blocks, frames
+    along the leading axis. FGLA runs one per iteration: the fast decoder (12 iterations) decoded 12 held-out
+    utterances at RTF 0.0139 with it against 0.0163 with ``torch.istft`` (two threads, 5 interleaved rounds, this
+    project's 2-core machine)."""
+    lead, frames = spec.shape[:-2], spec.shape[-1]
+    if n_fft % hop or window.shape[-1] != n_fft or length > (frames - 1) * hop + n_fft // 2:
+        flat = spec.reshape(-1, *spec.shape[-2:])
+        y = torch.istft(flat, n_fft, hop, n_fft, window=window, center=True, length=length)
+        return y.reshape(*lead, length)
+    overlap = n_fft // hop
+    blocks = torch.fft.irfft(spec.reshape(-1, *spec.shape[-2:]).transpose(1, 2), n=n_fft, dim=-1) * window
+    blocks = blocks.view(-1, frames, overlap, hop)
+    out = blocks.new_zeros(blocks.shape[0], frames + overlap - 1, hop)
+    # the squared window summed over the frames that cover each sample: the least-squares iSTFT's divisor
+    envelope = window.new_zeros(frames + overlap - 1, hop)
+    squared = (window * window).view(overlap, hop)
+    for k in range(overlap):
+        out[:, k:k + frames] += blocks[:, :, k]
+        envelope[k:k + frames] += squared[k]
+    start = n_fft // 2  # the centred STFT's padding
+    envelope = envelope.view(-1)[start:start + length]
+    if length and float(envelope.min()) < 1e-11:  # torch.istft's NOLA condition
+        raise ValueError("istft: the window's overlap-add is zero somewhere, so the STFT cannot be inverted")
+    y = out.view(out.shape[0], -1)[:, start:start + length] / envelope
+    return y.reshape(*lead, length)
+
+
+def scale(spec: torch.Tensor, gain: torch.Tensor, *, out: bool = False) -> torch.Tensor:
+    """``spec * gain`` for complex ``spec`` and real ``gain`` of the same shape, as a product of real pairs: torch
+    promotes ``gain`` to complex and multiplies complex numbers otherwise, ~4x slower here (1.0 against 0.27 ms
+    for 4 s of STFT). ``out=True`` writes into ``spec`` (which must be contiguous and not needed again)."""
+    pairs = torch.view_as_real(spec if spec.is_contiguous() else spec.contiguous())
+    gain = gain.unsqueeze(-1)
+    return torch.view_as_complex(pairs.mul_(gain) if out else pairs * gain)
 
 
 def unit(spec: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
@@ -37,8 +71,7 @@ def unit(spec: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
 def fgla_phase(mag: torch.Tensor, phase: torch.Tensor, *, n_fft: int, hop: int, length: int, iters: int,
                momentum: float = 0.99, window: torch.Tensor | None = None) -> torch.Tensor:
     """The phase factor ``[..., bins, frames]`` that ``iters`` FGLA iterations from the unit-complex ``phase``
-    settle on for magnitude ``mag`` (same shape): ``mag`` times it is the last iterate (a bin whose estimate is ~0
-    gets a factor below 1, so it stays ~0). ``iters = 0`` returns ``phase``. ``frames`` must be the STFT frame
+    settle on for magnitude ``mag`` (same shape): unit-complex, 0 where the last estimate is exactly 0. ``iters = 0`` returns ``phase``. ``frames`` must be the STFT frame
     count of ``length`` samples (``length // hop + 1``)."""
     if iters < 0:
         raise ValueError(f"iters must be >= 0, got {iters}")
@@ -48,18 +81,19 @@ def fgla_phase(mag: torch.Tensor, phase: torch.Tensor, *, n_fft: int, hop: int, 
         raise ValueError(f"mag {tuple(mag.shape)} and phase {tuple(phase.shape)} do not fit n_fft {n_fft}, "
                          f"hop {hop}, {length} samples")
     window = torch.hann_window(n_fft, device=mag.device) if window is None else window
-    spec, previous = mag * phase, None
+    spec, previous = scale(phase, mag), None
     # Fused and in place where it is safe: the elementwise steps cost about as much as the STFTs (12 iterations
-    # on 3.6 s at two threads took ~31 ms unfused, ~24 ms fused, on this project's 2-core machine).
+    # on 3.6 s at two threads took ~31 ms unfused, ~24 ms fused, on this project's 2-core machine; on 4 s, ~28 ms
+    # before this module's own istft and torch.sgn, ~20 ms after).
     for i in range(iters):
         rebuilt = stft(istft(spec, n_fft, hop, window, length), n_fft, hop, window)
         # t_n = c_n + alpha (c_n - c_{n-1})
         accelerated = rebuilt if previous is None else torch.sub(rebuilt, previous).mul_(momentum).add_(rebuilt)
         previous = rebuilt
-        inverse = accelerated.abs().clamp_(min=1e-8).reciprocal_()
+        direction = torch.sgn(accelerated)  # z / |z|, 0 at 0: one pass, half the cost of abs() here
         if i == iters - 1:
-            return accelerated * inverse
-        spec = accelerated * (mag * inverse)  # the target magnitude with the accelerated estimate's phase
+            return direction
+        spec = scale(direction, mag, out=True)  # the target magnitude with the accelerated estimate's phase
     return phase
 
 
@@ -71,7 +105,7 @@ def fast_griffin_lim(mag: torch.Tensor, phase: torch.Tensor, *, n_fft: int, hop:
     window = torch.hann_window(n_fft, device=mag.device) if window is None else window
     settled = fgla_phase(mag, phase, n_fft=n_fft, hop=hop, length=length, iters=iters, momentum=momentum,
                          window=window)
-    return istft(mag * settled, n_fft, hop, window, length)
+    return istft(scale(settled, mag), n_fft, hop, window, length)
 
 
 def spectral_convergence(y: torch.Tensor, mag: torch.Tensor, n_fft: int, hop: int) -> float:

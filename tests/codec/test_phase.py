@@ -71,3 +71,49 @@ def test_bad_arguments_are_refused(kwargs, message) -> None:
     args = {"n_fft": N_FFT, "hop": HOP, "length": len(y), "iters": 2, **kwargs}
     with pytest.raises(ValueError, match=message):
         fast_griffin_lim(spec.abs(), unit(spec), **args)
+
+
+@pytest.mark.parametrize("n_fft, hop, length", [(512, 128, 8000), (512, 128, 8000 - 77), (1024, 256, 256 * 9),
+                                                 (1024, 256, 256 * 9 + 511), (400, 160, 3000)])
+def test_istft_is_torchs_and_so_is_its_gradient(n_fft: int, hop: int, length: int) -> None:
+    """The overlap-add ``istft`` (hop dividing n_fft) and its fallback (400/160) give ``torch.istft``'s samples and
+    gradients, batch axes included."""
+    window = torch.hann_window(n_fft)
+    frames = length // hop + 1
+    g = torch.Generator().manual_seed(length)
+    spec = torch.complex(torch.randn(2, 3, n_fft // 2 + 1, frames, generator=g),
+                         torch.randn(2, 3, n_fft // 2 + 1, frames, generator=g))
+    ours_in, ref_in = spec.clone().requires_grad_(), spec.clone().requires_grad_()
+    ours = istft(ours_in, n_fft, hop, window, length)
+    ref = torch.istft(ref_in.reshape(6, *spec.shape[-2:]), n_fft, hop, n_fft, window=window, center=True,
+                      length=length).reshape(2, 3, length)
+    assert ours.shape == (2, 3, length)
+    torch.testing.assert_close(ours, ref, atol=1e-6, rtol=1e-5)
+    weights = torch.randn(2, 3, length, generator=g)
+    (ours * weights).sum().backward()
+    (ref * weights).sum().backward()
+    torch.testing.assert_close(ours_in.grad, ref_in.grad, atol=1e-6, rtol=1e-5)
+    y = voiced()[:length] if length <= 8000 else torch.randn(length, generator=g)
+    torch.testing.assert_close(istft(stft(y, n_fft, hop, window), n_fft, hop, window, len(y)), y, atol=1e-5, rtol=0)
+
+
+def test_scale_is_the_complex_times_real_product() -> None:
+    from audiopd.codec.phase import scale
+
+    g = torch.Generator().manual_seed(1)
+    z = torch.complex(torch.randn(3, 5, generator=g), torch.randn(3, 5, generator=g))
+    r = torch.rand(3, 5, generator=g)
+    torch.testing.assert_close(scale(z, r), z * r)
+    torch.testing.assert_close(scale(z.T, r.T), z.T * r.T)  # a transposed (non-contiguous) input too
+    w = z.clone()
+    out = scale(w, r, out=True)
+    torch.testing.assert_close(w, z * r)
+    assert out.data_ptr() == w.data_ptr()
+
+
+def test_istft_refuses_a_window_that_cannot_be_inverted() -> None:
+    window = torch.zeros(512)
+    window[:64] = 1.0  # 64 non-zero samples, hop 128: gaps that no frame covers
+    spec = torch.zeros(1, 257, 9, dtype=torch.complex64)
+    with pytest.raises(ValueError, match="overlap-add is zero"):
+        istft(spec, 512, 128, window, 1024)
