@@ -55,6 +55,8 @@ class FastVocoderConfig:
     # network's magnitude is the part it learns well; 0 = its own phase, as trained.
     phase_iters: int = 0
     phase_momentum: float = 0.99  # FGLA's alpha
+    # Fine-structure sharpening of the magnitude before FGLA, the mel kept (audiopd/codec/postfilter.py); 1 = off.
+    sharpen: float = 1.0
     # How far the shipped weights were trained (recipes/codec/03 --export), so a later run can carry on from them.
     trained_steps: int = 0
     trained_hours: float = 0.0
@@ -104,6 +106,8 @@ class MelCodecConfig:
         if not 0.0 <= self.fast.phase_momentum < 2.0:
             raise ArtifactError(f"mel codec {self.name!r}: fast.phase_momentum must be in [0, 2), "
                                 f"got {self.fast.phase_momentum}")
+        if not 1.0 <= self.fast.sharpen <= 8.0:
+            raise ArtifactError(f"mel codec {self.name!r}: fast.sharpen must be in [1, 8], got {self.fast.sharpen}")
 
     @property
     def frame_rate(self) -> float:

@@ -16,7 +16,8 @@ layer runs at sample rate. ~1 M parameters at the defaults (``FastVocoderConfig`
 is ``linear`` (Vocos's: log-magnitude and phase of every bin) or ``harmonic`` (F0, voicing, a harmonic envelope and
 a noise spectrum, from which ``audiopd.codec.harmonic`` draws the magnitude and a phase that follows the harmonics).
 With ``phase_iters`` > 0 the synthesis keeps the predicted magnitude and refines the head's phase by that many fast
-Griffin-Lim iterations (``audiopd.codec.phase``): a few more STFT round trips at frame rate.
+Griffin-Lim iterations (``audiopd.codec.phase``): a few more STFT round trips at frame rate. With ``sharpen`` > 1 the
+magnitude first goes through ``audiopd.codec.postfilter`` (harmonics over noise, the mel kept).
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ import torch
 from torch import nn
 
 from audiopd.artifacts import sha256_file
-from audiopd.codec.mel import FastVocoderConfig, MelCodecConfig
+from audiopd.codec.mel import FastVocoderConfig, MelCodecConfig, mel_basis
 from audiopd.codec.harmonic import f0_from_logit, harmonic_magnitude, harmonic_phase
-from audiopd.codec.phase import fgla_phase, istft, unit
+from audiopd.codec.phase import fgla_phase, istft, scale, unit
+from audiopd.codec.postfilter import FineStructureSharpener
 from audiopd.errors import ArtifactError
 
 
@@ -123,8 +125,13 @@ class FastVocoder(nn.Module):
     """Log-mel ``[B, n_mels, T]`` -> audio ``[B, T * hop]`` by ConvNeXt blocks, a spectrum head and iSTFT (with
     ``phase_iters`` > 0, fast Griffin-Lim from the head's phase)."""
 
-    def __init__(self, n_mels: int, n_fft: int, hop: int, cfg: FastVocoderConfig, sample_rate: int = 22050) -> None:
+    def __init__(self, n_mels: int, n_fft: int, hop: int, cfg: FastVocoderConfig, sample_rate: int = 22050,
+                 mel_filters: torch.Tensor | None = None) -> None:
         super().__init__()
+        if cfg.sharpen != 1.0 and mel_filters is None:
+            raise ValueError("fast.sharpen needs the codec's mel filters (use new_fast)")
+        # decode-time only: training compares the head's own magnitude with the teacher's
+        self.sharpen = FineStructureSharpener(mel_filters, cfg.sharpen) if cfg.sharpen != 1.0 else None
         self.n_fft, self.hop, self.phase_iters, self.phase_momentum = n_fft, hop, cfg.phase_iters, cfg.phase_momentum
         self.harmonic, self.sample_rate = cfg.head == "harmonic", sample_rate
         self.embed = nn.Conv1d(n_mels, cfg.dim, cfg.kernel, padding=cfg.kernel // 2)
@@ -170,8 +177,7 @@ class FastVocoder(nn.Module):
 
     def waveform(self, spec: torch.Tensor) -> torch.Tensor:
         """Complex STFT ``[B, bins, T]`` -> audio ``[B, T * hop]``."""
-        spec = with_closing_frame(spec)
-        return torch.istft(spec, self.n_fft, self.hop, self.n_fft, window=self.window, center=True)
+        return istft(with_closing_frame(spec), self.n_fft, self.hop, self.window, spec.shape[-1] * self.hop)
 
     def synthesize(self, spec: torch.Tensor) -> torch.Tensor:
         """Complex STFT ``[B, bins, T]`` -> audio ``[B, T * hop]`` as the codec decodes: its magnitude with the phase
@@ -186,14 +192,23 @@ class FastVocoder(nn.Module):
         with torch.no_grad():
             phase = fgla_phase(mag, unit(spec), n_fft=self.n_fft, hop=self.hop, iters=self.phase_iters,
                                momentum=self.phase_momentum, length=length, window=self.window)
-        return istft(mag * phase, self.n_fft, self.hop, self.window, length)
+        return istft(scale(phase, mag), self.n_fft, self.hop, self.window, length)
+
+    def decode_spectrum(self, mel: torch.Tensor) -> torch.Tensor:
+        """The complex STFT that decoding synthesises: :meth:`spectrum`, its magnitude sharpened by the postfilter
+        when ``fast.sharpen`` > 1 (its phase kept)."""
+        spec = self.spectrum(mel)
+        if self.sharpen is None:
+            return spec
+        return scale(unit(spec), self.sharpen(spec.abs()))
 
     def forward(self, mel: torch.Tensor) -> torch.Tensor:
-        return self.synthesize(self.spectrum(mel))
+        return self.synthesize(self.decode_spectrum(mel))
 
 
 def new_fast(cfg: MelCodecConfig) -> FastVocoder:
-    return FastVocoder(cfg.n_mels, cfg.n_fft, cfg.hop, cfg.fast, cfg.sample_rate)
+    filters = torch.from_numpy(mel_basis(cfg)) if cfg.fast.sharpen != 1.0 else None
+    return FastVocoder(cfg.n_mels, cfg.n_fft, cfg.hop, cfg.fast, cfg.sample_rate, filters)
 
 
 def load_fast(cfg: MelCodecConfig, directory: Path | None) -> _Runner:

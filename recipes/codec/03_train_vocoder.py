@@ -24,7 +24,8 @@ codec decodes (its magnitude with fast Griffin-Lim's phase), as the shipped weig
 ``harmonic.f0_track`` of the clean targets, cached per utterance in ``DATA/teacher/f0-<targets>/``.
 
 ``--export`` writes the last checkpoint's weights into the artifact as ``fast.safetensors``, names them in its
-``config.yaml`` (``fast.weights_file``; ``--phase-iters N`` sets ``fast.phase_iters``) and rewrites ``SHA256SUMS``;
+``config.yaml`` (``fast.weights_file``; ``--phase-iters``, ``--phase-momentum`` and ``--sharpen`` set the decoding
+keys of ``fast``) and rewrites ``SHA256SUMS``;
 ``--default-decoder fast`` also makes ``fast`` the codec's default (only once stage 04 shows it meets issue 22's bar).
 """
 
@@ -46,8 +47,8 @@ REPO = Path(__file__).resolve().parents[2]
 WEIGHTS = "fast.safetensors"
 
 
-def export(run: Path, artifact: Path, default_decoder: str | None, phase_iters: int | None = None,
-           head: str | None = None, phase_momentum: float | None = None) -> None:
+def export(run: Path, artifact: Path, default_decoder: str | None, fast: dict | None = None) -> None:
+    """Ship ``run``'s last checkpoint in ``artifact``; ``fast`` sets keys of its ``fast`` config (None = kept)."""
     import yaml
 
     from audiopd.artifacts import write_checksums
@@ -58,12 +59,7 @@ def export(run: Path, artifact: Path, default_decoder: str | None, phase_iters: 
     shutil.copyfile(run / "model.safetensors", artifact / WEIGHTS)
     cfg["fast"] = {**cfg.get("fast", {}), "weights_file": WEIGHTS, "trained_steps": int(state["step"]),
                    "trained_hours": round(state["train_seconds"] / 3600, 2)}
-    if phase_iters is not None:
-        cfg["fast"]["phase_iters"] = phase_iters
-    if head is not None:
-        cfg["fast"]["head"] = head
-    if phase_momentum is not None:
-        cfg["fast"]["phase_momentum"] = phase_momentum
+    cfg["fast"].update({k: v for k, v in (fast or {}).items() if v is not None})
     if default_decoder:
         cfg["default_decoder"] = default_decoder
     (artifact / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
@@ -167,11 +163,16 @@ def main(argv: list[str] | None = None) -> int:
                        help="with --export: fast Griffin-Lim iterations at synthesis (0 = the network's phase)")
         p.add_argument("--phase-momentum", type=float, default=None,
                        help="with --export: fast Griffin-Lim's momentum (alpha, default 0.99)")
+        p.add_argument("--sharpen", type=float, default=None,
+                       help="with --export: the decode-time postfilter's exponent (audiopd/codec/postfilter.py; "
+                            "1 = off)")
     args = cc.stage_args(__doc__.splitlines()[0], argv, extra)
     data, artifact = Path(args.data), Path(args.codec)
     run = Path(args.run) if args.run else data / "vocoder"
     if args.export:
-        export(run, artifact, args.default_decoder, args.phase_iters, args.head, args.phase_momentum)
+        export(run, artifact, args.default_decoder, {"phase_iters": args.phase_iters, "head": args.head,
+                                                     "phase_momentum": args.phase_momentum,
+                                                     "sharpen": args.sharpen})
         return 0
     import torch
 

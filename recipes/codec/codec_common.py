@@ -132,8 +132,8 @@ atomic_write_text = nc.atomic_write_text
 
 
 def candidate_tag(codec, directory: Path, decoder: str) -> str:
-    """Names one candidate: its codebooks (fingerprint) and, for ``fast``, its weights and its fast Griffin-Lim
-    setting (the same weights decode differently with another)."""
+    """Names one candidate: its codebooks (fingerprint) and, for ``fast``, its weights, its fast Griffin-Lim
+    setting and its postfilter (the same weights decode differently with another)."""
     from audiopd.artifacts import sha256_file
 
     tag = codec.token_fingerprint[:12]
@@ -142,4 +142,6 @@ def candidate_tag(codec, directory: Path, decoder: str) -> str:
         tag += "-" + sha256_file(Path(directory) / fast.weights_file)[:8]
         if fast.phase_iters:
             tag += f"-fgla{fast.phase_iters}x{fast.phase_momentum:g}"
+        if fast.sharpen != 1.0:
+            tag += f"-sharpen{fast.sharpen:g}"
     return tag
