@@ -55,11 +55,19 @@ class FastVocoderConfig:
     # network's magnitude is the part it learns well; 0 = its own phase, as trained.
     phase_iters: int = 0
     phase_momentum: float = 0.99  # FGLA's alpha
-    # Fine-structure sharpening of the magnitude before FGLA, the mel kept (audiopd/codec/postfilter.py); 1 = off.
+    # Fine-structure sharpening of the magnitude before FGLA, the mel kept (audiopd/codec/postfilter.py): the
+    # exponent at 0 Hz (1 = off), rising linearly to sharpen_high at sharpen_high_hz and above (0 = no rise).
     sharpen: float = 1.0
+    sharpen_high: float = 0.0
+    sharpen_high_hz: float = 4000.0
     # How far the shipped weights were trained (recipes/codec/03 --export), so a later run can carry on from them.
     trained_steps: int = 0
     trained_hours: float = 0.0
+
+    @property
+    def sharpens(self) -> bool:
+        """Whether decoding runs the postfilter."""
+        return self.sharpen != 1.0 or self.sharpen_high not in (0.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -106,8 +114,13 @@ class MelCodecConfig:
         if not 0.0 <= self.fast.phase_momentum < 2.0:
             raise ArtifactError(f"mel codec {self.name!r}: fast.phase_momentum must be in [0, 2), "
                                 f"got {self.fast.phase_momentum}")
-        if not 1.0 <= self.fast.sharpen <= 8.0:
-            raise ArtifactError(f"mel codec {self.name!r}: fast.sharpen must be in [1, 8], got {self.fast.sharpen}")
+        high = self.fast.sharpen_high
+        if not 1.0 <= self.fast.sharpen <= 8.0 or not (high == 0.0 or 1.0 <= high <= 8.0):
+            raise ArtifactError(f"mel codec {self.name!r}: fast.sharpen and fast.sharpen_high must be in [1, 8] "
+                                f"(sharpen_high 0: none), got {self.fast.sharpen}, {self.fast.sharpen_high}")
+        if not 0 < self.fast.sharpen_high_hz <= self.sample_rate / 2:
+            raise ArtifactError(f"mel codec {self.name!r}: fast.sharpen_high_hz must be in (0, Nyquist], got "
+                                f"{self.fast.sharpen_high_hz}")
 
     @property
     def frame_rate(self) -> float:

@@ -36,7 +36,7 @@ from audiopd.artifacts import sha256_file
 from audiopd.codec.mel import FastVocoderConfig, MelCodecConfig, mel_basis
 from audiopd.codec.harmonic import f0_from_logit, harmonic_magnitude, harmonic_phase
 from audiopd.codec.phase import fgla_phase, istft, scale, unit
-from audiopd.codec.postfilter import FineStructureSharpener
+from audiopd.codec.postfilter import FineStructureSharpener, exponents
 from audiopd.errors import ArtifactError
 
 
@@ -128,10 +128,14 @@ class FastVocoder(nn.Module):
     def __init__(self, n_mels: int, n_fft: int, hop: int, cfg: FastVocoderConfig, sample_rate: int = 22050,
                  mel_filters: torch.Tensor | None = None) -> None:
         super().__init__()
-        if cfg.sharpen != 1.0 and mel_filters is None:
+        if cfg.sharpens and mel_filters is None:
             raise ValueError("fast.sharpen needs the codec's mel filters (use new_fast)")
         # decode-time only: training compares the head's own magnitude with the teacher's
-        self.sharpen = FineStructureSharpener(mel_filters, cfg.sharpen) if cfg.sharpen != 1.0 else None
+        self.sharpen = None
+        if cfg.sharpens:
+            gamma = exponents(cfg.sharpen, cfg.sharpen_high, cfg.sharpen_high_hz, bins=n_fft // 2 + 1,
+                              sample_rate=sample_rate)
+            self.sharpen = FineStructureSharpener(mel_filters, gamma)
         self.n_fft, self.hop, self.phase_iters, self.phase_momentum = n_fft, hop, cfg.phase_iters, cfg.phase_momentum
         self.harmonic, self.sample_rate = cfg.head == "harmonic", sample_rate
         self.embed = nn.Conv1d(n_mels, cfg.dim, cfg.kernel, padding=cfg.kernel // 2)
@@ -196,7 +200,7 @@ class FastVocoder(nn.Module):
 
     def decode_spectrum(self, mel: torch.Tensor) -> torch.Tensor:
         """The complex STFT that decoding synthesises: :meth:`spectrum`, its magnitude sharpened by the postfilter
-        when ``fast.sharpen`` > 1 (its phase kept)."""
+        when the config asks for it (``FastVocoderConfig.sharpens``; its phase kept)."""
         spec = self.spectrum(mel)
         if self.sharpen is None:
             return spec
@@ -207,7 +211,7 @@ class FastVocoder(nn.Module):
 
 
 def new_fast(cfg: MelCodecConfig) -> FastVocoder:
-    filters = torch.from_numpy(mel_basis(cfg)) if cfg.fast.sharpen != 1.0 else None
+    filters = torch.from_numpy(mel_basis(cfg)) if cfg.fast.sharpens else None
     return FastVocoder(cfg.n_mels, cfg.n_fft, cfg.hop, cfg.fast, cfg.sample_rate, filters)
 
 

@@ -71,8 +71,9 @@ def unit(spec: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
 def fgla_phase(mag: torch.Tensor, phase: torch.Tensor, *, n_fft: int, hop: int, length: int, iters: int,
                momentum: float = 0.99, window: torch.Tensor | None = None) -> torch.Tensor:
     """The phase factor ``[..., bins, frames]`` that ``iters`` FGLA iterations from the unit-complex ``phase``
-    settle on for magnitude ``mag`` (same shape): unit-complex, 0 where the last estimate is exactly 0. ``iters = 0`` returns ``phase``. ``frames`` must be the STFT frame
-    count of ``length`` samples (``length // hop + 1``)."""
+    settle on for magnitude ``mag`` (same shape): unit-complex, 0 where the last estimate is exactly 0.
+    ``iters = 0`` returns ``phase``. ``frames`` must be the STFT frame count of ``length`` samples
+    (``length // hop + 1``)."""
     if iters < 0:
         raise ValueError(f"iters must be >= 0, got {iters}")
     if not 0.0 <= momentum < 2.0:

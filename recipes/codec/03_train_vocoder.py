@@ -164,15 +164,20 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--phase-momentum", type=float, default=None,
                        help="with --export: fast Griffin-Lim's momentum (alpha, default 0.99)")
         p.add_argument("--sharpen", type=float, default=None,
-                       help="with --export: the decode-time postfilter's exponent (audiopd/codec/postfilter.py; "
-                            "1 = off)")
+                       help="with --export: the decode-time postfilter's exponent at 0 Hz "
+                            "(audiopd/codec/postfilter.py; 1 = off)")
+        p.add_argument("--sharpen-high", type=float, default=None,
+                       help="with --export: the postfilter's exponent from --sharpen-high-hz up, rising linearly "
+                            "from --sharpen (0 = --sharpen everywhere)")
+        p.add_argument("--sharpen-high-hz", type=float, default=None, help="with --export (default 4000)")
     args = cc.stage_args(__doc__.splitlines()[0], argv, extra)
     data, artifact = Path(args.data), Path(args.codec)
     run = Path(args.run) if args.run else data / "vocoder"
     if args.export:
         export(run, artifact, args.default_decoder, {"phase_iters": args.phase_iters, "head": args.head,
                                                      "phase_momentum": args.phase_momentum,
-                                                     "sharpen": args.sharpen})
+                                                     "sharpen": args.sharpen, "sharpen_high": args.sharpen_high,
+                                                     "sharpen_high_hz": args.sharpen_high_hz})
         return 0
     import torch
 

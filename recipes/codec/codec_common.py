@@ -142,6 +142,8 @@ def candidate_tag(codec, directory: Path, decoder: str) -> str:
         tag += "-" + sha256_file(Path(directory) / fast.weights_file)[:8]
         if fast.phase_iters:
             tag += f"-fgla{fast.phase_iters}x{fast.phase_momentum:g}"
-        if fast.sharpen != 1.0:
+        if fast.sharpens:
             tag += f"-sharpen{fast.sharpen:g}"
+            if fast.sharpen_high:
+                tag += f"to{fast.sharpen_high:g}at{fast.sharpen_high_hz:g}"
     return tag

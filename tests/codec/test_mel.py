@@ -127,7 +127,9 @@ def test_world_codec_has_one_decoder() -> None:
     ({"default_decoder": "loud"}, "default_decoder 'loud'"),
     ({"fast": {"phase_iters": -1}}, "phase_iters must be in 0..256"),
     ({"fast": {"phase_momentum": 2.5}}, "phase_momentum must be in"),
-    ({"fast": {"sharpen": 0.5}}, "fast.sharpen must be in"),
+    ({"fast": {"sharpen": 0.5}}, "fast.sharpen and fast.sharpen_high must be in"),
+    ({"fast": {"sharpen_high": 0.5}}, "fast.sharpen and fast.sharpen_high must be in"),
+    ({"fast": {"sharpen_high_hz": 0}}, "sharpen_high_hz must be in"),
     ({"num_codebooks": LEVELS + 1}, "codebooks"),
 ])
 def test_config_is_strict(tmp_path, edit: dict, needle: str) -> None:

@@ -90,3 +90,27 @@ def test_the_decoder_applies_it_at_decode_only() -> None:
         torch.testing.assert_close(b / b.abs().clamp(min=1e-8), a / a.abs().clamp(min=1e-8), atol=1e-4, rtol=0)
         assert not torch.allclose(a.abs(), b.abs())
         assert plain(mel).shape == sharp(mel).shape
+
+
+def test_an_exponent_per_bin_rises_with_frequency() -> None:
+    from audiopd.codec.postfilter import exponents
+
+    flat = exponents(3.0, 0.0, 4000.0, bins=BINS, sample_rate=CFG.sample_rate)
+    assert torch.equal(flat, torch.full((BINS,), 3.0))
+    rising = exponents(2.5, 4.0, 4000.0, bins=BINS, sample_rate=CFG.sample_rate)
+    hz = torch.linspace(0, CFG.sample_rate / 2, BINS)
+    assert rising[0] == 2.5 and bool((rising[hz >= 4000] == 4.0).all())
+    assert bool((rising.diff() >= 0).all())
+    # per bin: low harmonics sharpen as at 2.5, high ones as at 4 (compare each band with the flat exponents)
+    mag = voiced_frames()
+    track = np.full(mag.shape[-1], 140.0)
+
+    def contrast(gamma):
+        out = FineStructureSharpener(torch.from_numpy(mel_basis(CFG)), gamma)(mag)
+        return harmonic_contrast(out[0].numpy(), track, n_fft=CFG.n_fft, sample_rate=CFG.sample_rate)
+
+    low, high, both = contrast(2.5), contrast(4.0), contrast(rising)
+    assert abs(both["k1-3"] - low["k1-3"]) < abs(both["k1-3"] - high["k1-3"])
+    assert abs(both["k16-40"] - high["k16-40"]) < abs(both["k16-40"] - low["k16-40"])
+    with pytest.raises(ValueError, match="one exponent or one per bin"):
+        FineStructureSharpener(torch.from_numpy(mel_basis(CFG)), torch.full((7,), 2.0))
