@@ -197,6 +197,11 @@ def test_the_shipped_default_decoder_keeps_a_tone() -> None:
     harmonic tone comes back at its length, finite, audible and with its fundamental where it was. (Its level is
     not kept: a steady synthetic tone is far from the speech the codebooks were fitted on, and ``hq`` loses more
     of it, ~0.06 of its RMS against ``fast``'s ~0.3.)"""
+    import torch
+
+    from audiopd.codec.harmonic import harmonic_contrast
+    from audiopd.codec.phase import stft
+
     codec = load_codec("mel22k")
     assert codec.decoder == "fast" and codec.cfg.fast.sharpens
     t = np.arange(int(0.5 * 22050)) / 22050
@@ -206,11 +211,6 @@ def test_the_shipped_default_decoder_keeps_a_tone() -> None:
     mid = slice(2048, len(tone) - 2048)
     rms_in, rms_out = np.sqrt(np.mean(tone[mid] ** 2)), np.sqrt(np.mean(out[mid] ** 2))
     assert rms_out > 0.1 * rms_in
-    import torch
-
-    from audiopd.codec.harmonic import harmonic_contrast
-    from audiopd.codec.phase import stft
-
     mag = stft(torch.from_numpy(np.ascontiguousarray(out)), 1024, HOP, torch.hann_window(1024)).abs().numpy()
 
     def contrast(f0: float) -> float:  # the tone's 5 harmonics over the midpoints between them, in log magnitude
