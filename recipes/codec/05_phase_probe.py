@@ -33,17 +33,17 @@ def probe_items(data: Path, per_voice: int) -> list[dict]:
     return [r for v in sorted(by_voice) for r in by_voice[v][:per_voice]]
 
 
-def variants(codec, mel: np.ndarray, iters: list[int], seed: int) -> dict[str, np.ndarray]:
-    """Every mix of magnitude and phase for one log-mel ``[T, n_mels]``: name -> audio."""
+def variants(codec, fast, mel: np.ndarray, iters: list[int], seed: int) -> dict[str, np.ndarray]:
+    """Every mix of magnitude and phase for one log-mel ``[T, n_mels]``: name -> audio. ``fast``: the codec's
+    ``FastVocoder`` (``mel_vocoders.load_fast(...).module``), loaded once for all utterances."""
     import torch
 
-    from audiopd.codec.mel_vocoders import load_fast, with_closing_frame
+    from audiopd.codec.mel_vocoders import with_closing_frame
     from audiopd.codec.phase import fast_griffin_lim, istft, stft, unit
 
     cfg = codec.cfg
     n, hop, window = cfg.n_fft, cfg.hop, torch.hann_window(cfg.n_fft)
     teacher = torch.from_numpy(codec.vocode(mel[None], "hq")[0])
-    fast = load_fast(cfg, codec.directory).module
     with torch.inference_mode():
         spec = fast.spectrum(torch.from_numpy(mel).T[None])[0]
         as_configured = fast(torch.from_numpy(mel).T[None])[0]
@@ -97,11 +97,13 @@ def main(argv: list[str] | None = None) -> int:
 
     from audiopd.artifacts import sha256_file
     from audiopd.codec import load_codec
+    from audiopd.codec.mel_vocoders import load_fast
     from audiopd.eval.judges import Judges
 
     torch.set_num_threads(args.threads)
     data, artifact = Path(args.data), Path(args.codec)
     codec = load_codec(artifact, decoder="fast")
+    fast = load_fast(codec.cfg, codec.directory).module
     iters = [int(k) for k in args.iters.split(",") if k]
     judges = None if args.contrast_only else Judges(threads=args.threads)
     scores: dict[str, list[float]] = {}
@@ -109,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     items = probe_items(data, args.per_voice)
     for i, row in enumerate(items):
         mel = codec.analyzer(cc.load_audio(data, row))
-        audios = variants(codec, mel, iters, seed=i)
+        audios = variants(codec, fast, mel, iters, seed=i)
         for name, c in harmonic_contrasts(codec, audios).items():
             contrast.setdefault(name, []).append(c)
         for name, audio in audios.items() if judges else ():

