@@ -27,14 +27,18 @@ def codebooks(levels: int = LEVELS, card: int = CARD, n_mels: int = 80, seed: in
     return books
 
 
-def write_mel_artifact(directory: Path, *, fast: bool = True, default: str = "hq", **changes) -> Path:
-    """A mel codec artifact in ``directory``; with ``fast``, a seeded (untrained) fast vocoder's weights too."""
+def write_mel_artifact(directory: Path, *, fast: bool = True, default: str = "hq", head: str = "linear",
+                       **changes) -> Path:
+    """A mel codec artifact in ``directory``; with ``fast``, a seeded (untrained) fast vocoder's weights too,
+    with a ``head`` of that kind."""
+    from dataclasses import replace
+
     from safetensors.torch import save_file
 
     from audiopd.codec.mel_vocoders import new_fast
 
     cfg = MelCodecConfig(name="mel-fx", num_codebooks=LEVELS, cardinality=CARD, default_decoder=default,
-                         fast=TINY_FAST if fast else FastVocoderConfig(), **changes)
+                         fast=replace(TINY_FAST, head=head) if fast else FastVocoderConfig(), **changes)
     directory.mkdir(parents=True, exist_ok=True)
     if fast:
         torch.manual_seed(0)

@@ -24,6 +24,7 @@ train03 = _load("03_train_vocoder.py", "codec_train03")
 eval04 = _load("04_evaluate.py", "codec_eval04")
 probe05 = _load("05_phase_probe.py", "codec_probe05")
 speed06 = _load("06_speed.py", "codec_speed06")
+post07 = _load("07_postfilter.py", "codec_post07")
 
 
 def _rows(n_test: int = 9, n_train: int = 40):
@@ -255,3 +256,26 @@ def test_phase_probe_mixes_every_magnitude_with_every_phase(tmp_path) -> None:
     contrast = probe05.harmonic_contrasts(codec, out)  # the teacher's and the decoder's, band by band
     assert set(contrast) == {"teacher (hq)", "fast as configured (0 iterations)"}
     assert all(set(c) == {"k1-3", "k4-7", "k8-15", "k16-40"} for c in contrast.values())
+
+
+def test_postfilter_stage_tables_every_setting(data: Path, tmp_path) -> None:
+    """Stage 07 without the judges: every setting of the fast decoder gets the judge-free columns, and a setting
+    it cannot read is refused."""
+    from mel_fixtures import write_mel_artifact
+
+    art = write_mel_artifact(tmp_path / "mel-harm", default="fast", head="harmonic")
+    assert post07.parse_setting("off") is None and post07.parse_setting("3") == (3.0, 0.0, 4000.0)
+    assert post07.parse_setting("2.5:4:4000") == (2.5, 4.0, 4000.0)
+    with pytest.raises(SystemExit, match="none of off"):
+        post07.parse_setting("2:3")
+    assert post07.main(["--data", str(data), "--codec", str(art), "--set", "heldout", "--per-voice", "1",
+                        "--levels", "2", "--no-judges", "--exponents", "off;3;2.5:4:4000"]) == 0
+    out = json.loads((data / "eval" / "postfilter-heldout-n7.json").read_text())
+    assert set(out["rows"]) == {"fast, off", "fast, 3", "fast, 2.5:4:4000"} and len(out["items"]) == 7
+    for cols in out["rows"].values():
+        assert len(cols["logmel_l1"]) == 7 and all(np.isfinite(cols["logmel_l1"]))
+        assert {"k1-3", "k4-7", "k8-15"} <= set(cols) and "distillmos" not in cols
+    # the postfilter changes what the decoder renders
+    assert out["rows"]["fast, 3"]["logmel_l1"] != out["rows"]["fast, off"]["logmel_l1"]
+    table = (data / "eval" / "postfilter-heldout-n7.md").read_text()
+    assert "| fast, 2.5:4:4000 | - | - | - | - |" in table
