@@ -126,16 +126,12 @@ class FastVocoder(nn.Module):
     ``phase_iters`` > 0, fast Griffin-Lim from the head's phase)."""
 
     def __init__(self, n_mels: int, n_fft: int, hop: int, cfg: FastVocoderConfig, sample_rate: int = 22050,
-                 mel_filters: torch.Tensor | None = None) -> None:
+                 sharpen: FineStructureSharpener | None = None) -> None:
         super().__init__()
-        if cfg.sharpens and mel_filters is None:
-            raise ValueError("fast.sharpen needs the codec's mel filters (use new_fast)")
+        if cfg.sharpens and sharpen is None:
+            raise ValueError("fast.sharpen needs the codec's postfilter (mel_vocoders.postfilter; new_fast builds it)")
         # decode-time only: training compares the head's own magnitude with the teacher's
-        self.sharpen = None
-        if cfg.sharpens:
-            gamma = exponents(cfg.sharpen, cfg.sharpen_high, cfg.sharpen_high_hz, bins=n_fft // 2 + 1,
-                              sample_rate=sample_rate)
-            self.sharpen = FineStructureSharpener(mel_filters, gamma)
+        self.sharpen = sharpen
         self.n_fft, self.hop, self.phase_iters, self.phase_momentum = n_fft, hop, cfg.phase_iters, cfg.phase_momentum
         self.harmonic, self.sample_rate = cfg.head == "harmonic", sample_rate
         self.embed = nn.Conv1d(n_mels, cfg.dim, cfg.kernel, padding=cfg.kernel // 2)
@@ -210,9 +206,18 @@ class FastVocoder(nn.Module):
         return self.synthesize(self.decode_spectrum(mel))
 
 
+def postfilter(cfg: MelCodecConfig) -> FineStructureSharpener | None:
+    """The decode-time postfilter that ``cfg.fast`` asks for (None when it asks for none), over the codec's mel."""
+    if not cfg.fast.sharpens:
+        return None
+    fast = cfg.fast
+    gamma = exponents(fast.sharpen, fast.sharpen_high, fast.sharpen_high_hz, bins=cfg.n_fft // 2 + 1,
+                      sample_rate=cfg.sample_rate)
+    return FineStructureSharpener(torch.from_numpy(mel_basis(cfg)), gamma)
+
+
 def new_fast(cfg: MelCodecConfig) -> FastVocoder:
-    filters = torch.from_numpy(mel_basis(cfg)) if cfg.fast.sharpens else None
-    return FastVocoder(cfg.n_mels, cfg.n_fft, cfg.hop, cfg.fast, cfg.sample_rate, filters)
+    return FastVocoder(cfg.n_mels, cfg.n_fft, cfg.hop, cfg.fast, cfg.sample_rate, postfilter(cfg))
 
 
 def load_fast(cfg: MelCodecConfig, directory: Path | None) -> _Runner:

@@ -40,37 +40,34 @@ def parse_setting(text: str) -> tuple[float, float, float] | None:
 
 
 def sharpener(cfg, setting):
-    import torch
+    """The postfilter for one ``parse_setting`` result (None: off), built as the decoder builds its own."""
+    from dataclasses import replace
 
-    from audiopd.codec.mel import mel_basis
-    from audiopd.codec.postfilter import FineStructureSharpener, exponents
+    from audiopd.codec.mel_vocoders import postfilter
 
+    if setting is None:
+        return None
     low, high, hz = setting
-    gamma = exponents(low, high, hz, bins=cfg.n_fft // 2 + 1, sample_rate=cfg.sample_rate)
-    return FineStructureSharpener(torch.from_numpy(mel_basis(cfg)), gamma)
+    return postfilter(replace(cfg, fast=replace(cfg.fast, sharpen=low, sharpen_high=high, sharpen_high_hz=hz)))
 
 
-def renders(codec, fast, audio: np.ndarray, settings: dict, levels: int, controls: bool) -> dict[str, np.ndarray]:
+def renders(codec, fast, audio: np.ndarray, mel: np.ndarray, settings: dict, levels: int,
+            controls: bool) -> dict[str, np.ndarray]:
     """name -> audio: the fast decoder at every setting; with ``controls`` the original and the ``hq`` round trip,
-    each as it is and through every postfilter (its own phase kept)."""
+    each as it is and through every postfilter (its own phase kept). ``mel``: the original's log-mel."""
     import torch
 
-    from audiopd.codec.harmonic import harmonic_magnitude, harmonic_phase
     from audiopd.codec.phase import istft, scale, stft, unit
 
     cfg = codec.cfg
     window = torch.hann_window(cfg.n_fft)
-    mel = codec.decode_mel(codec.encode_mel(codec.analyzer(audio))[:levels])
+    mel = codec.decode_mel(codec.encode_mel(mel)[:levels])
     x = torch.from_numpy(np.ascontiguousarray(mel, dtype=np.float32)).T[None]
     out = {}
     with torch.inference_mode():
-        f0, voicing, envelope, noise = fast.harmonic_params(x)
-        mag = harmonic_magnitude(f0, torch.sigmoid(voicing), envelope, noise, n_fft=cfg.n_fft,
-                                 sample_rate=cfg.sample_rate)
-        phase = harmonic_phase(f0, bins=mag.shape[1], n_fft=cfg.n_fft, hop=cfg.hop, sample_rate=cfg.sample_rate)
         for name, post in settings.items():
-            m = mag if post is None else post(mag)
-            out[f"fast, {name}"] = fast.synthesize(scale(phase, m))[0].numpy()
+            fast.sharpen = post  # the decoder's own decode path, with this setting's postfilter
+            out[f"fast, {name}"] = fast(x)[0].numpy()
         if controls:
             hq = codec.vocode(mel[None], "hq")[0]
             for source, y in (("original", audio), ("hq", hq)):
@@ -82,15 +79,14 @@ def renders(codec, fast, audio: np.ndarray, settings: dict, levels: int, control
     return {k: np.clip(v, -1.0, 1.0).astype(np.float32) for k, v in out.items()}
 
 
-def measures(codec, audio: np.ndarray, rendered: dict[str, np.ndarray]) -> dict[str, dict]:
-    """Judge-free columns: log-mel L1 from the original's (speech frames) and the harmonic contrast."""
+def measures(codec, audio: np.ndarray, mel: np.ndarray, rendered: dict[str, np.ndarray]) -> dict[str, dict]:
+    """Judge-free columns: log-mel L1 from the original's ``mel`` (speech frames) and the harmonic contrast."""
     import torch
 
     from audiopd.codec.harmonic import f0_track, harmonic_contrast
     from audiopd.codec.phase import stft
 
     cfg = codec.cfg
-    mel = codec.analyzer(audio)
     speech = mel.max(axis=1) > np.log(1e-3)
     track = f0_track(audio, sample_rate=cfg.sample_rate, hop=cfg.hop, frames=len(mel), n_fft=cfg.n_fft)
     out = {}
@@ -149,10 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     data = Path(args.data)
     codec = load_codec(Path(args.codec), decoder="fast")
     fast = load_fast(codec.cfg, codec.directory).module
-    fast.sharpen = None  # every setting is applied here, from the head's own magnitude
     names = args.exponents.split(";")
-    settings = {name: (None if parse_setting(name) is None else sharpener(codec.cfg, parse_setting(name)))
-                for name in names}
+    settings = {name: sharpener(codec.cfg, parse_setting(name)) for name in names}
     judges = None
     if not args.no_judges:
         from audiopd.eval.judges import Judges
@@ -166,8 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     rows: dict[str, dict[str, list]] = {}
     for i, row in enumerate(items):
         audio = cc.load_audio(data, row)
-        rendered = renders(codec, fast, audio, settings, args.levels, args.controls)
-        for name, cols in measures(codec, audio, rendered).items():
+        mel = codec.analyzer(audio)
+        rendered = renders(codec, fast, audio, mel, settings, args.levels, args.controls)
+        for name, cols in measures(codec, audio, mel, rendered).items():
             for k, v in cols.items():
                 rows.setdefault(name, {}).setdefault(k, []).append(v)
         for name, y in rendered.items() if judges else ():
