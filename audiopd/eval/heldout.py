@@ -1,9 +1,9 @@
 """The held-out sentences of a corpus that quality evaluations speak, and their teacher recordings.
 
-Reads ``DATA/corpus/manifest.jsonl``, draws the ``test`` split sentences every evaluated speaker recorded,
-groups them into passages for long-text runs, and loads the teacher's recording of each. ``tts_eval``
-judges the voice on these sentences and ``oracle`` reads the same manifest; both share this code so
-they pick and load sentences the same way.
+Reads ``DATA/corpus/manifest.jsonl`` (the flite corpus) or ``DATA/manifest.jsonl`` (the natural one), draws
+the ``test`` split sentences every evaluated speaker recorded, groups them into passages for long-text runs,
+and loads the teacher's recording of each. ``tts_eval`` judges the voice on these sentences and ``oracle``
+reads the same manifest; both share this code so they pick and load sentences the same way.
 """
 
 from __future__ import annotations
@@ -42,11 +42,22 @@ class Sentence:
 TEACHER_PAUSE_S = JoinConfig().pause_s
 
 
+def manifest_path(data: Path) -> Path:
+    """The flite corpus's ``DATA/corpus/manifest.jsonl``, else the natural corpus's ``DATA/manifest.jsonl``.
+
+    Both hold the same fields, with wav paths relative to DATA (recipes/corpus/, recipes/natural/).
+    """
+    for path in (Path(data) / "corpus" / "manifest.jsonl", Path(data) / "manifest.jsonl"):
+        if path.is_file():
+            return path
+    raise EvalInputError(f"no corpus manifest at {Path(data) / 'corpus' / 'manifest.jsonl'} or "
+                         f"{Path(data) / 'manifest.jsonl'} (build one with recipes/corpus/run.sh or "
+                         "recipes/natural/run.sh, or pass --data)")
+
+
 def read_manifest(data: Path) -> list[dict[str, Any]]:
-    """Rows of ``DATA/corpus/manifest.jsonl`` (id, voice, split, text, wav, seconds)."""
-    path = Path(data) / "corpus" / "manifest.jsonl"
-    if not path.is_file():
-        raise EvalInputError(f"no corpus manifest at {path} (build it with recipes/corpus/run.sh, or pass --data)")
+    """Rows of the corpus manifest (``manifest_path``): id, voice, split, text, wav, seconds."""
+    path = manifest_path(data)
     rows = []
     with open(path, encoding="utf-8") as f:
         for k, line in enumerate(f, 1):

@@ -133,11 +133,12 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--manifest-every", type=int, default=50, help="rebuild manifest.jsonl every N utterances")
     args = nc.stage_args(__doc__.splitlines()[0], argv, extra)
     data = Path(args.data)
-    if nc.is_done(data, STAGE) and not args.force:
-        print(f"stage {STAGE} already done ({nc.done_marker(data, STAGE)}); use --force to go on")
-        return 0
     from audiopd.eval.peers import load_peer, parse_peers
 
+    done = nc.done_voices(data, STAGE)
+    if {spec.name for spec in parse_peers(args.voices)} <= done and not args.force:
+        print(f"stage {STAGE} already done for these voices ({nc.done_marker(data, STAGE)}); use --force to go on")
+        return 0
     splits = set(args.splits.split(","))
     rows = [r for r in nc.read_text_table(data) if r.split in splits]
     if args.max_sentences:
@@ -147,7 +148,9 @@ def main(argv: list[str] | None = None) -> int:
                   log=lambda line: print(line, flush=True))
     print(json.dumps(info), flush=True)
     if info["failed"] == 0:
-        nc.mark_done(data, STAGE, {**info, "voices": list(peers), "threads": args.threads})
+        # Done for the voices of this run and of every earlier finished run: `--voices piper:joe` first, the
+        # Kokoro voices later, and stage 03 knows which are complete.
+        nc.mark_done(data, STAGE, {**info, "voices": sorted(done | set(peers)), "threads": args.threads})
     return 0
 
 

@@ -116,10 +116,14 @@ def main(argv: list[str] | None = None) -> int:
     if nc.is_done(data, STAGE) and not args.force:
         print(f"stage {STAGE} already done ({nc.done_marker(data, STAGE)}); use --force to redo")
         return 0
-    info = run(data, set(args.voices.split(",")) if args.voices else None, log=lambda s: print(s, flush=True))
+    voices = set(args.voices.split(",")) if args.voices else None
+    info = run(data, voices, log=lambda s: print(s, flush=True))
     print(json.dumps(info, indent=1, sort_keys=True))
-    if nc.is_done(data, "02"):
+    rendered = {r["voice"] for r in nc.read_jsonl(data / "manifest.jsonl")}
+    if voices is None and nc.is_done(data, "02") and rendered <= nc.done_voices(data, "02"):
         nc.mark_done(data, STAGE, info)
+    elif voices is not None:
+        print("aligned only --voices: rerun this stage without it to align every voice and mark it done")
     else:
         print("stage 02 is still rendering: rerun this stage later to align the rest")
     return 0

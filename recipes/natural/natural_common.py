@@ -62,6 +62,13 @@ def mark_done(data: str | Path, stage: str, info: dict) -> None:
     atomic_write_text(done_marker(data, stage), json.dumps(info, indent=1, sort_keys=True) + "\n")
 
 
+def done_voices(data: str | Path, stage: str) -> set[str]:
+    """The voices a stage's done marker covers (a stage run on some voices is done for those only)."""
+    if not is_done(data, stage):
+        return set()
+    return set(json.loads(done_marker(data, stage).read_text(encoding="utf-8")).get("voices", ()))
+
+
 def voice_dir_name(voice: str) -> str:
     """``kokoro:af_heart`` -> ``kokoro_af_heart`` (a folder name)."""
     return voice.replace(":", "_")

@@ -335,3 +335,18 @@ def test_peers_speak_the_same_sentences_as_rows_of_their_own(voice_env, tmp_path
     assert rows[("slt", "teacher")]["distillmos"] == 3.0 and rows[("slt", "teacher")]["rtf"] is None
     with pytest.raises(EvalInputError, match="modes must be"):
         evaluate(audiopd.load(), data, n=2, modes=[], judge=judge)
+
+
+def test_the_natural_corpus_layout_is_read_too(tmp_path) -> None:
+    # recipes/natural writes DATA/manifest.jsonl (no corpus/ folder), voices named like "piper:joe".
+    from audiopd.eval.heldout import read_manifest
+
+    row = {"id": "n1", "voice": "piper:joe", "split": "test", "text": "Hello there.", "wav": "wav/piper_joe/n1.wav"}
+    (tmp_path / "manifest.jsonl").write_text(json.dumps(row) + "\n")
+    assert read_manifest(tmp_path) == [row]
+    picked = select_sentences([row], ["piper:joe"], 5, 0)
+    assert [(s.id, s.wavs) for s in picked] == [("n1", {"piper:joe": ("wav/piper_joe/n1.wav",)})]
+    # The flite corpus's manifest wins when both exist.
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "manifest.jsonl").write_text(json.dumps({**row, "voice": "slt"}) + "\n")
+    assert [r["voice"] for r in read_manifest(tmp_path)] == ["slt"]

@@ -144,6 +144,27 @@ def test_render_keeps_going_after_a_failed_utterance(tmp_path):
     assert info["made"] == 2 and info["failed"] == 1 and any("FAILED" in s and rows[1].id in s for s in lines)
 
 
+def test_render_and_align_stages_are_done_per_voice(tmp_path, monkeypatch):
+    # Piper joe renders in minutes, Kokoro in hours: `--voices piper:joe` first must not mark the whole corpus
+    # rendered, nor may stage 03 then call itself done while another voice is still to be aligned.
+    calls = []
+    monkeypatch.setattr("audiopd.eval.peers.load_peer", lambda name, threads=1: TonePeer(name, calls))
+    monkeypatch.setattr(align_stage, "run", lambda data, voices, log: {"voices": sorted(voices or [])})
+    nc.write_text_table(tmp_path / "text.tsv", _rows(2))
+    args = ["--data", str(tmp_path), "--manifest-every", "1"]
+    assert render_stage.main(args + ["--voices", "piper:joe"]) == 0
+    assert nc.done_voices(tmp_path, "02") == {"piper:joe"} and len(calls) == 2
+    assert render_stage.main(args + ["--voices", "piper:joe"]) == 0 and len(calls) == 2  # done: a no-op
+    assert align_stage.main(["--data", str(tmp_path), "--voices", "piper:joe"]) == 0
+    assert not nc.is_done(tmp_path, "03")  # only some voices aligned
+    # Another voice's render under way (one of its utterances in the manifest), not finished:
+    render_stage.render(tmp_path, _rows(1), {"kokoro:af_heart": TonePeer("a", calls)}, log=lambda s: None)
+    assert align_stage.main(["--data", str(tmp_path)]) == 0 and not nc.is_done(tmp_path, "03")
+    assert render_stage.main(args + ["--voices", "kokoro:af_heart,piper:joe"]) == 0  # renders the rest
+    assert nc.done_voices(tmp_path, "02") == {"kokoro:af_heart", "piper:joe"}
+    assert align_stage.main(["--data", str(tmp_path)]) == 0 and nc.is_done(tmp_path, "03")
+
+
 def test_piper_segments_merge_marks_diphthongs_and_spaces():
     durs = [("^", 0.05), ("h", 0.04), ("ə", 0.03), ("l", 0.05), ("ˈ", 0.02), ("o", 0.06), ("ʊ", 0.04),
             (" ", 0.03), ("w", 0.05), ("ˈ", 0.02), ("ɜ", 0.05), ("ː", 0.03), ("l", 0.04), ("d", 0.04),
