@@ -141,7 +141,9 @@ def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("par
     if judge is None:
         judge = judging.EvalJudge(recognizer) if recognizer else judging.make_judge(judging.JudgeConfig())
     data = Path(data)
-    sentences = select_sentences(read_manifest(data), speakers, n, seed)
+    # A voice's speaker may be named apart from its teacher's recordings (``heart`` taught by kokoro:af_heart).
+    teacher_of = {sp: tts.model.info.teacher(sp) for sp in speakers}
+    sentences = select_sentences(read_manifest(data), [teacher_of[sp] for sp in speakers], n, seed)
     warnings = [] if len(sentences) == n else [f"only {len(sentences)} test sentences are eligible, not {n}"]
     if join > 1 and len(sentences) % join:
         warnings.append(f"{len(sentences) % join} sentence(s) left over after passages of {join} were dropped")
@@ -152,10 +154,10 @@ def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("par
     t_start = time.perf_counter()
     for sp in speakers:
         tallies: dict[str, _Tally] = {}
-        if all(sp in s.wavs for s in sentences):
+        if all(teacher_of[sp] in s.wavs for s in sentences):
             tal = tallies[TEACHER] = _tally()
             for s in sentences:
-                audio, rate = teacher_audio(data, s, sp)
+                audio, rate = teacher_audio(data, s, teacher_of[sp])
                 sc = judge.score(refs[s.id], audio, rate)
                 tal.add(refs[s.id], sc, audio.size / rate)
                 utts.append(_utt(sp, TEACHER, s, sc, audio.size / rate))

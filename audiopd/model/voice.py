@@ -7,7 +7,8 @@ agree on durations and conditioning.
 Artifact layout (``format_version`` 1)::
 
     config.yaml        format_version, kind: voice, codec, sample_rate, frame_rate, num_codebooks,
-                       cardinality, inventory_version, voices, model (ModelConfig)
+                       cardinality, inventory_version, voices, teachers (optional), codec_fingerprint,
+                       model (ModelConfig), training (optional: step, checkpoint, init_from)
     model.safetensors  weights (metadata: format_version)
     checker.yaml       optional: this voice's checker thresholds, a subset of CheckerConfig's fields
                        (calibrated on the voice's own output with ``checker_bench --voice``); must be
@@ -54,6 +55,18 @@ class VoiceInfo:
     voices: tuple[str, ...] = field(default_factory=tuple)
     # Codec.token_fingerprint of the codec the voice was exported with ("" = not recorded: no check).
     codec_fingerprint: str = ""
+    # Each voice's teacher, by audiopd.eval.peers' name ("kokoro:af_heart"), in the order of ``voices``; () when
+    # not recorded (the flite voice's speakers are named after their teachers). Evaluation finds the teacher's
+    # recordings in a corpus manifest under this name.
+    teachers: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        if self.teachers and len(self.teachers) != len(self.voices):
+            raise ArtifactError(f"teachers names {len(self.teachers)} teacher(s) for {len(self.voices)} voice(s)")
+
+    def teacher(self, voice: str) -> str:
+        """The corpus name of ``voice``'s teacher: the recorded one, else the voice's own name."""
+        return self.teachers[self.speaker_id(voice)] if self.teachers else voice
 
     def speaker_id(self, voice: str | int) -> int:
         """Speaker index for a voice name (or a valid index)."""

@@ -2,7 +2,9 @@
 
 ``--checker FILE`` also ships the voice's checker thresholds as ``checker.yaml`` (calibrated on the
 voice's own output, see ``recipes/voice/conf/checker.yaml``); a ``checker.yaml`` already in the
-output directory is kept otherwise, and re-checksummed with the new weights.
+output directory is kept otherwise, and re-checksummed with the new weights. Speakers named after their
+teachers (the natural corpus's ``kokoro:af_heart``) ship under people's names with the teacher recorded
+(``person_names``).
 """
 
 from __future__ import annotations
@@ -49,6 +51,28 @@ def stamp_codec(info: VoiceInfo, codec: str | Path | None = None) -> VoiceInfo:
     return dataclasses.replace(info, codec_fingerprint=c.token_fingerprint)
 
 
+def person_names(voices: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Speakers named after their teachers (``kokoro:af_heart``, ``piper:joe``) -> people's names and teachers.
+
+    The natural corpus names its speakers by teacher, but ``VOICE:SPEAKER`` on the command line cannot hold a
+    colon, and users pick a voice by a name: ``heart``, ``joe`` (issue 23). The teacher is kept beside it. Names
+    without a ``system:`` part are kept as they are, with no teacher recorded.
+    """
+    if not any(":" in v for v in voices):
+        return voices, ()
+    names, teachers = [], []
+    for v in voices:
+        system, _, who = v.rpartition(":")
+        # Kokoro's packs are named accent + sex + "_" + name (af_heart: American female).
+        if system == "kokoro" and len(who) > 3 and who[2] == "_":
+            who = who[3:]
+        names.append(who)
+        teachers.append(v if system else "")
+    if len(set(names)) != len(names):
+        raise ArtifactError(f"speakers {', '.join(voices)} would share a name as {', '.join(names)}")
+    return tuple(names), tuple(teachers)
+
+
 def export_voice(source: str | Path, out_dir: str | Path, *, checker: str | Path | None = None,
                  codec: str | Path | None = None) -> Path:
     """``source``: a run directory (its latest checkpoint) or one checkpoint directory.
@@ -63,6 +87,9 @@ def export_voice(source: str | Path, out_dir: str | Path, *, checker: str | Path
     state = read_state(ck)
     mcfg = from_dict(ModelConfig, state["model"], where=f"{ck}/state.json:model")
     info = stamp_codec(from_dict(VoiceInfo, state["info"], where=f"{ck}/state.json:info"), codec)
+    if not info.teachers:
+        names, teachers = person_names(info.voices)
+        info = dataclasses.replace(info, voices=names, teachers=teachers)
     model = VoiceModel(mcfg, info)
     model.load_state_dict(load_file(str(ck / "model.safetensors")))
     out_dir = Path(out_dir)

@@ -162,6 +162,28 @@ def test_a_speaker_outside_the_corpus_has_no_teacher_and_no_gap(voice_env, tmp_p
     assert rows[("zed", "parallel")]["gap_pp"] is None and rows[("all", "parallel")]["gap_pp"] is None
 
 
+def test_a_speaker_named_apart_from_its_teacher_is_judged_beside_the_teachers_recordings(tmp_path, monkeypatch) -> None:
+    # The natural voice's "joe" learnt from the corpus voice "piper:joe" (VoiceInfo.teachers).
+    import dataclasses
+
+    from voice_fixtures import tiny_voice
+
+    from audiopd.codec.fixture import write_fixture_artifact
+    from audiopd.model.voice import save_voice
+
+    data = write_corpus(tmp_path, flite=False)  # corpus voices slt and rms
+    write_fixture_artifact(tmp_path / "codecs" / "fx")
+    model = tiny_voice(("joe", "ann"))
+    model.info = dataclasses.replace(model.info, teachers=("slt", ""))
+    save_voice(model, tmp_path / "voices" / "named")
+    monkeypatch.setenv("AUDIOPD_CODECS_PATH", str(tmp_path / "codecs"))
+    tts = audiopd.load(tmp_path / "voices" / "named")
+    report = evaluate(tts, data, n=2, modes=["parallel"], steps=2, recognizer=lambda a, r: "")
+    rows = {(r["speaker"], r["system"]) for r in report["rows"]}
+    assert ("joe", "teacher") in rows and ("ann", "teacher") not in rows
+    assert report["warnings"] == ["speaker 'ann' is not a corpus voice: no teacher audio, no gap"]
+
+
 def _rows(ids_by_voice: dict[str, list[str]], split: str = "test") -> list[dict]:
     return [{"id": i, "voice": v, "split": split, "text": f"Sentence {i}.", "wav": f"corpus/wav/{v}/{i}.wav"}
             for v, ids in ids_by_voice.items() for i in ids]

@@ -110,3 +110,39 @@ def test_export_records_the_fingerprint_of_a_matching_codec(tmp_path: Path, monk
     assert stamp_codec(dataclasses.replace(info, codec="nowhere")).codec_fingerprint == ""
     assert stamp_codec(dataclasses.replace(info, cardinality=fx.cardinality * 2)).codec_fingerprint == ""
     assert stamp_codec(dataclasses.replace(info, codec="nowhere"), codec="fx").codec_fingerprint == fx.token_fingerprint
+
+
+def test_person_names_keep_the_teacher() -> None:
+    from audiopd.train.export import person_names
+
+    names, teachers = person_names(("kokoro:af_heart", "kokoro:bm_george", "piper:joe"))
+    assert names == ("heart", "george", "joe")
+    assert teachers == ("kokoro:af_heart", "kokoro:bm_george", "piper:joe")
+    assert person_names(("slt", "rms")) == (("slt", "rms"), ())  # the flite voice: unchanged, no teachers
+    with pytest.raises(ArtifactError, match="share a name"):
+        person_names(("kokoro:af_heart", "kokoro:bf_heart"))
+
+
+def test_export_names_teacher_named_speakers_after_people(tmp_path: Path) -> None:
+    import dataclasses
+
+    from train_fixtures import make_utterances
+
+    from audiopd.train.shards import write_shard
+
+    meta = dataclasses.replace(META, voices=("kokoro:af_heart", "piper:joe"))
+    write_shard(tmp_path / "shards" / "s0.safetensors", make_utterances(12, 0), meta)
+    train(tiny_train_config(max_steps=2), tmp_path / "shards", tmp_path / "run")
+    model = load_voice(export_voice(tmp_path / "run", tmp_path / "voice"))
+    assert model.info.voices == ("heart", "joe") and model.info.speaker_id("joe") == 1
+    assert model.info.teacher("heart") == "kokoro:af_heart" and model.info.teacher("joe") == "piper:joe"
+    cfg = yaml.safe_load((tmp_path / "voice" / "config.yaml").read_text())
+    assert cfg["teachers"] == ["kokoro:af_heart", "piper:joe"]
+
+
+def test_voice_info_rejects_teachers_that_do_not_match_the_voices() -> None:
+    from audiopd.model.voice import VoiceInfo
+
+    with pytest.raises(ArtifactError, match="1 teacher"):
+        VoiceInfo(voices=("a", "b"), teachers=("kokoro:af_heart",))
+    assert VoiceInfo(voices=("slt",)).teacher("slt") == "slt"
