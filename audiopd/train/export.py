@@ -4,7 +4,8 @@
 voice's own output, see ``recipes/voice/conf/checker.yaml``); a ``checker.yaml`` already in the
 output directory is kept otherwise, and re-checksummed with the new weights. Speakers named after their
 teachers (the natural corpus's ``kokoro:af_heart``) ship under people's names with the teacher recorded
-(``person_names``).
+(``person_names``). ``--speakers joe`` ships only the named speakers (a run on a corpus whose speaker table holds
+voices not rendered yet has untrained rows for them; ``keep_speakers``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
+import torch
 import yaml
 from safetensors.torch import load_file
 
@@ -73,12 +75,43 @@ def person_names(voices: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, .
     return tuple(names), tuple(teachers)
 
 
+def keep_speakers(state: dict[str, torch.Tensor], info: VoiceInfo, mcfg: ModelConfig,
+                  speakers: tuple[str, ...]) -> tuple[dict[str, torch.Tensor], VoiceInfo, ModelConfig]:
+    """The weights, info and config of a voice cut down to ``speakers`` (names or teacher names), in that order.
+
+    Every speaker embedding table (a ``*speaker.weight`` with one row per speaker) keeps the rows of the named
+    speakers; nothing else in the model depends on the number of speakers.
+    """
+    if not speakers:
+        raise ArtifactError("keep_speakers: name at least one speaker")
+    ids = []
+    for name in speakers:
+        if name in info.voices:
+            ids.append(info.voices.index(name))
+        elif info.teachers and name in info.teachers:
+            ids.append(info.teachers.index(name))
+        else:
+            raise ArtifactError(f"unknown speaker {name!r} (the run's: {', '.join(info.voices)})")
+    if len(set(ids)) != len(ids):
+        raise ArtifactError(f"speakers {', '.join(speakers)} name one speaker twice")
+    n = mcfg.num_speakers
+    tables = [k for k, v in state.items() if k.endswith("speaker.weight") and v.ndim == 2 and v.shape[0] == n]
+    if not tables:
+        raise ArtifactError("keep_speakers: the weights hold no speaker table")
+    index = torch.tensor(ids)
+    state = {k: (v.index_select(0, index).contiguous() if k in tables else v) for k, v in state.items()}
+    info = dataclasses.replace(info, voices=tuple(info.voices[i] for i in ids),
+                               teachers=tuple(info.teachers[i] for i in ids) if info.teachers else ())
+    return state, info, dataclasses.replace(mcfg, num_speakers=len(ids))
+
+
 def export_voice(source: str | Path, out_dir: str | Path, *, checker: str | Path | None = None,
-                 codec: str | Path | None = None) -> Path:
+                 codec: str | Path | None = None, speakers: tuple[str, ...] | None = None) -> Path:
     """``source``: a run directory (its latest checkpoint) or one checkpoint directory.
 
     ``checker``: a YAML file of CheckerConfig fields to ship as the voice's ``checker.yaml``.
     ``codec``: the codec artifact (name or directory) whose fingerprint the voice records (``stamp_codec``).
+    ``speakers``: ship only these speakers (``keep_speakers``); None ships all of the run's.
     """
     source = Path(source)
     ck = source if (source / "state.json").is_file() else latest_checkpoint(source)
@@ -90,8 +123,11 @@ def export_voice(source: str | Path, out_dir: str | Path, *, checker: str | Path
     if not info.teachers:
         names, teachers = person_names(info.voices)
         info = dataclasses.replace(info, voices=names, teachers=teachers)
+    weights = load_file(str(ck / "model.safetensors"))
+    if speakers is not None:
+        weights, info, mcfg = keep_speakers(weights, info, mcfg, tuple(speakers))
     model = VoiceModel(mcfg, info)
-    model.load_state_dict(load_file(str(ck / "model.safetensors")))
+    model.load_state_dict(weights)
     out_dir = Path(out_dir)
     if checker is not None:
         checker = Path(checker)
@@ -114,9 +150,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--checker", default=None, help="checker thresholds (YAML) to ship as checker.yaml")
     ap.add_argument("--codec", default=None, help="codec artifact whose token fingerprint the voice records "
                                                   "(default: the one the voice names)")
+    ap.add_argument("--speakers", default=None, metavar="NAME,...",
+                    help="ship only these speakers, by name or teacher (default: all of the run's)")
     args = ap.parse_args(argv)
+    speakers = None if args.speakers is None else tuple(s.strip() for s in args.speakers.split(",") if s.strip())
     try:
-        path = export_voice(args.source, args.out, checker=args.checker, codec=args.codec)
+        path = export_voice(args.source, args.out, checker=args.checker, codec=args.codec, speakers=speakers)
     except AudiopdError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -146,3 +146,28 @@ def test_voice_info_rejects_teachers_that_do_not_match_the_voices() -> None:
     with pytest.raises(ArtifactError, match="1 teacher"):
         VoiceInfo(voices=("a", "b"), teachers=("kokoro:af_heart",))
     assert VoiceInfo(voices=("slt",)).teacher("slt") == "slt"
+
+
+def test_export_ships_only_the_named_speakers(tmp_path: Path) -> None:
+    """A corpus's speaker table can hold voices not rendered yet; export --speakers drops their untrained rows."""
+    import dataclasses
+
+    from train_fixtures import make_utterances
+
+    from audiopd.train.shards import write_shard
+
+    meta = dataclasses.replace(META, voices=("kokoro:af_heart", "piper:joe"))
+    write_shard(tmp_path / "shards" / "s0.safetensors", make_utterances(12, 0), meta)
+    train(tiny_train_config(max_steps=2), tmp_path / "shards", tmp_path / "run")
+    full = load_voice(export_voice(tmp_path / "run", tmp_path / "both"))
+    assert export_main([str(tmp_path / "run"), str(tmp_path / "joe"), "--speakers", "piper:joe"]) == 0
+    joe = load_voice(tmp_path / "joe")
+    assert joe.info.voices == ("joe",) and joe.info.teacher("joe") == "piper:joe" and joe.cfg.num_speakers == 1
+    ids = torch.tensor([[3, 5, 7, 9]])
+    a = full.condition(ids, torch.tensor([1]))  # joe is speaker 1 of the run, speaker 0 of the export
+    b = joe.condition(ids, torch.tensor([0]))
+    assert torch.equal(a.durations, b.durations) and torch.allclose(a.frames, b.frames)
+    with pytest.raises(ArtifactError, match="unknown speaker 'amy'"):
+        export_voice(tmp_path / "run", tmp_path / "x", speakers=("amy",))
+    with pytest.raises(ArtifactError, match="twice"):
+        export_voice(tmp_path / "run", tmp_path / "x", speakers=("joe", "piper:joe"))
