@@ -11,7 +11,7 @@ from audiopd.model.voice import parse_checker_file
 from audiopd.train.loop import TrainConfig
 
 CONF = Path(__file__).resolve().parents[2] / "recipes" / "voice" / "conf"
-TRAIN_CONFS = sorted(p for p in CONF.glob("*.yaml") if p.name != "checker.yaml")
+TRAIN_CONFS = sorted(p for p in CONF.glob("*.yaml") if not p.name.startswith("checker"))
 
 
 def test_the_recipe_has_its_configs() -> None:
@@ -29,3 +29,12 @@ def test_checker_thresholds_load() -> None:
     # The fast level never runs PocketSphinx; the thorough level keeps the thresholds calibrated for it.
     assert cfg.recognizer == "ctc" and cfg.asr == "never"
     assert cfg.max_wer == 0.51 and cfg.max_deletion_run == 2
+
+
+def test_joes_checker_thresholds_load_and_ship() -> None:
+    cfg = parse_checker_file(CONF / "checker_joe.yaml")
+    assert cfg.recognizer == "ctc" and cfg.asr == "never"
+    assert (cfg.max_per, cfg.max_phone_deletions, cfg.max_phone_insertions) == (0.5, 6, 4)
+    shipped = CONF.parents[2] / "voices" / "joe" / "checker.yaml"
+    assert shipped.read_text(encoding="utf-8") == (CONF / "checker_joe.yaml").read_text(encoding="utf-8")
+
