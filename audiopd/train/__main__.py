@@ -1,9 +1,10 @@
 """``python -m audiopd.train --config CONFIG.yaml --shards DIR --out RUN_DIR [--val-shards TEST] [--resume]
-[--init-from SRC] [--max-minutes M]``."""
+[--init-from SRC] [--max-minutes M] [--device cpu|cuda]``."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -26,9 +27,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="start a new run from these weights (fine-tuning): a checkpoint, a run directory or a voice")
     ap.add_argument("--max-minutes", type=float, default=None, help="wall-clock budget; checkpoints on stop")
     ap.add_argument("--max-steps", type=int, default=None, help="override config max_steps as a stop (LR unchanged)")
+    ap.add_argument("--device", default=None, metavar="DEVICE",
+                    help="cpu, cuda or cuda:N: overrides the config's device (the same config trains anywhere)")
     args = ap.parse_args(argv)
     try:
         cfg = load_config(TrainConfig, args.config) if args.config else TrainConfig()
+        if args.device is not None:
+            cfg = dataclasses.replace(cfg, device=args.device)
         summary = train(cfg, args.shards, args.out, resume=args.resume, max_minutes=args.max_minutes,
                         max_steps=args.max_steps, init_from=args.init_from, val_shards=args.val_shards)
     except AudiopdError as exc:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +58,11 @@ class TrainConfig:
     train_parts: tuple[str, ...] = ()
 
     def validate(self) -> None:
+        if not re.fullmatch(r"cpu|cuda(:\d+)?", self.device):
+            raise ArtifactError(f"device {self.device!r}: use cpu, cuda or cuda:N")
+        if self.device.startswith("cuda") and not torch.cuda.is_available():
+            raise ArtifactError(f"device {self.device!r}: this machine has no CUDA device (torch "
+                                f"{torch.__version__}); train with device cpu")
         unknown = sorted(set(self.train_parts) - set(PARTS))
         if unknown:
             raise ArtifactError(f"train_parts: unknown part(s) {', '.join(unknown)}; choose from {', '.join(PARTS)}")

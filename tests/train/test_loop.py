@@ -128,6 +128,22 @@ def test_cli(shard_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "error:" in capsys.readouterr().err
 
 
+def test_cli_device(shard_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--device overrides the config's; a name torch does not know, or CUDA on a machine without it, is refused."""
+    import yaml
+
+    cfg_path = tmp_path / "cfg.yaml"
+    cfg_path.write_text(yaml.safe_dump(to_dict(tiny_train_config(max_steps=2))))
+    base = ["--config", str(cfg_path), "--shards", str(shard_dir)]
+    assert train_main([*base, "--out", str(tmp_path / "r"), "--device", "cpu"]) == 0
+    assert train_main([*base, "--out", str(tmp_path / "x"), "--device", "gpu0"]) == 2
+    assert "use cpu, cuda or cuda:N" in capsys.readouterr().err
+    if not torch.cuda.is_available():
+        assert train_main([*base, "--out", str(tmp_path / "y"), "--device", "cuda"]) == 2
+        assert "no CUDA device" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+
+
 def test_held_out_losses_are_logged_and_reproducible(shard_dir: Path, tmp_path: Path) -> None:
     """'val' records every val_every steps and at the stop; same data + weights -> the same figures."""
     from train_fixtures import META, make_utterances
