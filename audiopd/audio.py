@@ -34,12 +34,28 @@ def read_audio(path: str | Path, *, expect_rate: int | None = None) -> tuple[np.
     return audio, int(rate)
 
 
+# What a file name's suffix writes: 16-bit PCM in a WAV file, or losslessly compressed as FLAC (about half the size).
+FORMATS = {".wav": "WAV", ".flac": "FLAC"}
+
+
+def to_pcm16(audio: np.ndarray) -> np.ndarray:
+    """Float samples as 16-bit integers: x * 32768 rounded, clipped to [-32768, 32767] (full scale is 1.0)."""
+    scaled = np.rint(np.asarray(audio, dtype=np.float64) * 32768.0)
+    return np.clip(scaled, -32768, 32767).astype(np.int16)
+
+
 def write_audio(path: str | Path, audio: np.ndarray, sample_rate: int) -> Path:
-    """Write 16-bit PCM WAV atomically (temp file + rename): a failure never leaves a partial file."""
+    """Write 16-bit PCM atomically (temp file + rename): a failure never leaves a partial file.
+
+    FLAC when the name ends in ``.flac``, else WAV (whatever the suffix: callers that take a user's name check it
+    against ``FORMATS`` first).
+    """
     path = Path(path)
+    fmt = FORMATS.get(path.suffix.lower(), "WAV")
     audio = np.asarray(audio, dtype=np.float32).reshape(-1)
     if audio.size == 0:
         raise AudioInputError(f"refusing to write an empty audio file to {path}")
     with atomic_path(path) as tmp:
-        sf.write(str(tmp), np.clip(audio, -1.0, 1.0), sample_rate, subtype="PCM_16", format="WAV")
+        # Quantised here, once, so that WAV and FLAC hold the same samples (libsndfile scales floats per format).
+        sf.write(str(tmp), to_pcm16(audio), sample_rate, subtype="PCM_16", format=fmt)
     return path

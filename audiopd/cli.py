@@ -88,7 +88,8 @@ def _say_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("text", nargs="*", metavar="TEXT",
                    help="text to speak (several arguments are joined); '-' reads stdin")
     p.add_argument("-o", "--output", required=True, metavar="OUT.wav",
-                   help="WAV file to write; '-' writes the WAV to stdout (and nothing else)")
+                   help="file to write, 16-bit WAV or (name ending in .flac) FLAC; '-' writes the WAV to stdout "
+                        "(and nothing else)")
     p.add_argument("--voice", default=None, help="shipped voice name or a path like ./myvoice (default: default), a "
                    "speaker of the default voice, or VOICE:SPEAKER")
     p.add_argument("--mode", choices=("auto", "parallel", "serial"), default="auto",
@@ -148,6 +149,7 @@ def _load_voice(spec: str | None, **load_kwargs):
 
 @subcommand("say", help="synthesise speech from text into a WAV file", args=_say_args)
 def cmd_say(args: argparse.Namespace) -> int:
+    from audiopd.audio import FORMATS
     from audiopd.fileio import write_text_atomic
     from audiopd.render.timestamps import timestamp_format, write_timestamps
 
@@ -156,8 +158,8 @@ def cmd_say(args: argparse.Namespace) -> int:
     out = Path(args.output)
     if to_stdout:
         targets = [Path(p) for p in (args.report, args.timestamps) if p]
-    elif out.suffix.lower() != ".wav":
-        raise UsageError(f"-o {out}: the output is written as WAV, so its name must end in .wav")
+    elif out.suffix.lower() not in FORMATS:
+        raise UsageError(f"-o {out}: the output is written as WAV or FLAC, so its name must end in .wav or .flac")
     else:
         targets = [out] + [Path(p) for p in (args.report, args.timestamps) if p]
     if len({t.resolve() for t in targets}) != len(targets):

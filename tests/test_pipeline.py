@@ -262,6 +262,15 @@ def test_say_writes_wav_report_and_timestamps(artifacts, tmp_path) -> None:
     assert srt.read_text().startswith("1\n00:00:00,050 --> ")
 
 
+def test_say_writes_flac_with_the_samples_of_the_wav(artifacts, tmp_path) -> None:
+    wav, flac = tmp_path / "a.wav", tmp_path / "a.FLAC"
+    for out in (wav, flac):
+        assert main(["say", TEXT, "-o", str(out), "--mode", "parallel", "--seed", "3"]) == 0
+    assert sf.info(str(flac)).format == "FLAC" and sf.info(str(wav)).format == "WAV"
+    a, b = sf.read(str(wav), dtype="int16")[0], sf.read(str(flac), dtype="int16")[0]
+    assert a.size == expected_samples(TEXT) and np.array_equal(a, b)  # lossless: the same 16-bit samples
+
+
 def test_say_reads_stdin_and_picks_a_speaker(artifacts, tmp_path, monkeypatch) -> None:
     monkeypatch.setattr("sys.stdin", io.StringIO("Good morning."))
     out, vtt = tmp_path / "s.wav", tmp_path / "s.vtt"
@@ -275,7 +284,7 @@ def test_say_reads_stdin_and_picks_a_speaker(artifacts, tmp_path, monkeypatch) -
     [
         (["say", "!!!", "-o", "{d}/x.wav", "--mode", "parallel"], "no speakable words"),
         (["say", "-o", "{d}/x.wav"], "no text given"),
-        (["say", "hi", "-o", "{d}/x.mp3"], "must end in .wav"),
+        (["say", "hi", "-o", "{d}/x.mp3"], "must end in .wav or .flac"),
         (["say", "hi", "-o", "{d}/x.wav", "--timestamps", "{d}/x.txt"], "unknown format"),
         (["say", "hi", "-o", "{d}/x.wav", "--report", "{d}/x.wav"], "different files"),
         (["say", "hi", "-o", "{d}/x.wav", "--speed", "9", "--mode", "parallel"], "speed must be"),

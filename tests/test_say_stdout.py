@@ -47,4 +47,4 @@ def test_nothing_but_the_wav_reaches_stdout(tmp_path, monkeypatch, capfdbinary) 
 
 def test_stdout_and_a_file_name_still_refuse_non_wav(capsys) -> None:
     assert main(["say", "hi", "-o", "x.mp3"]) == 2
-    assert "must end in .wav" in capsys.readouterr().err
+    assert "must end in .wav or .flac" in capsys.readouterr().err

@@ -142,9 +142,10 @@ def wav_bytes(audio: np.ndarray, sample_rate: int) -> bytes:
     """Mono float audio -> a 16-bit PCM WAV file in memory (the same encoding as ``Result.write``)."""
     import soundfile as sf  # lazy: `audiopd --help` builds this module's CLI options without it
 
+    from audiopd.audio import to_pcm16
+
     buf = io.BytesIO()
-    samples = np.clip(np.asarray(audio, dtype=np.float32).reshape(-1), -1.0, 1.0)
-    sf.write(buf, samples, int(sample_rate), subtype="PCM_16", format="WAV")
+    sf.write(buf, to_pcm16(np.asarray(audio).reshape(-1)), int(sample_rate), subtype="PCM_16", format="WAV")
     return buf.getvalue()
 
 
