@@ -147,7 +147,7 @@ def _load_voice(spec: str | None, **load_kwargs):
     return audiopd.load(spec, **load_kwargs), None
 
 
-@subcommand("say", help="synthesise speech from text into a WAV file", args=_say_args)
+@subcommand("say", help="synthesise speech from text into a WAV or FLAC file", args=_say_args)
 def cmd_say(args: argparse.Namespace) -> int:
     from audiopd.audio import FORMATS
     from audiopd.fileio import write_text_atomic
