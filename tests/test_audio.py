@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+import pytest
 
 SR = 16000
 
@@ -18,3 +21,26 @@ def test_write_audio_gives_normal_permissions(tmp_path) -> None:
     finally:
         os.umask(umask)
     assert oct(out.stat().st_mode & 0o777) == oct(0o644)
+
+
+@pytest.mark.parametrize("rate, target", [(22050, 16000), (16000, 24000), (24000, 16000)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_resample_is_scipys_resample_poly_with_its_filter_designed_once(rate, target, dtype) -> None:
+    from scipy.signal import resample_poly
+
+    from audiopd.audio import resample
+
+    x = np.random.default_rng(0).standard_normal(4000).astype(dtype)
+    g = math.gcd(rate, target)
+    want = resample_poly(x, target // g, rate // g)
+    for _ in range(2):  # the second call takes the cached filter
+        got = resample(x, rate, target)
+        assert got.dtype == dtype and np.array_equal(got, want)
+
+
+def test_resample_keeps_a_signal_at_its_rate_and_takes_integers_as_float() -> None:
+    from audiopd.audio import resample
+
+    x = np.arange(10, dtype=np.float32)
+    assert resample(x, 16000, 16000) is x
+    assert resample(np.arange(10, dtype=np.int16), 16000, 16000).dtype == np.float64

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +24,7 @@ import yaml
 from torch import nn
 
 from audiopd import artifacts
+from audiopd.audio import resample
 from audiopd.config import from_dict
 from audiopd.errors import ArtifactError
 from audiopd.text.symbols import CONSONANTS, SYMBOLS, VOWELS, base_phone, is_phone
@@ -79,13 +79,7 @@ def _mel_matrix(n_mels: int) -> torch.Tensor:
 
 def to_16k(audio: np.ndarray, sample_rate: int) -> np.ndarray:
     """Mono float32 at 16 kHz (polyphase resampling when needed)."""
-    x = np.asarray(audio, dtype=np.float32).reshape(-1)
-    if int(sample_rate) != SAMPLE_RATE:
-        from scipy.signal import resample_poly
-
-        g = math.gcd(int(sample_rate), SAMPLE_RATE)
-        x = resample_poly(x, SAMPLE_RATE // g, int(sample_rate) // g).astype(np.float32)
-    return x
+    return resample(np.asarray(audio, dtype=np.float32).reshape(-1), int(sample_rate), SAMPLE_RATE)
 
 
 def log_mel(audio16k: np.ndarray, n_mels: int = 80) -> np.ndarray:

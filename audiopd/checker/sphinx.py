@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from audiopd.audio import resample
 from audiopd.errors import AudioInputError, NothingToSpeakError
 
 SAMPLE_RATE = 16000
@@ -122,13 +123,7 @@ def to_sphinx_pcm(audio: np.ndarray, sample_rate: int) -> np.ndarray:
         pcm = arr.astype(np.float64)
         if not np.all(np.isfinite(pcm)):
             raise AudioInputError("the audio holds NaN or infinite samples")
-    if sample_rate != SAMPLE_RATE:
-        from math import gcd
-
-        from scipy.signal import resample_poly
-
-        g = gcd(int(sample_rate), SAMPLE_RATE)
-        pcm = resample_poly(pcm, SAMPLE_RATE // g, int(sample_rate) // g)
+    pcm = resample(pcm, int(sample_rate), SAMPLE_RATE)
     return np.rint(np.clip(pcm, -1.0, 1.0) * 32767.0).astype(np.int16)
 
 

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from audiopd.audio import resample
 from audiopd.errors import AudioInputError, AudiopdError
 from audiopd.text.wer import edit_ops, judge_words
 
@@ -94,11 +95,7 @@ def prepare(audio: Any, sample_rate: Any) -> np.ndarray:
     if bad:
         raise JudgeInputError(f"audio holds {bad} NaN or infinite sample(s) of {x.size}")
     rate = int(sample_rate)
-    if rate != JUDGE_RATE:
-        from scipy.signal import resample_poly
-
-        g = math.gcd(rate, JUDGE_RATE)
-        x = resample_poly(x, JUDGE_RATE // g, rate // g)
+    x = resample(x, rate, JUDGE_RATE)
     return np.clip(x, -1.0, 1.0).astype(np.float32)
 
 

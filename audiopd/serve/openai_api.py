@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from audiopd.audio import resample
 from audiopd.serve.request import MODES, RequestError, SynthesisRequest, check_numbers
 
 MODEL_ID = "audiopd"
@@ -121,12 +122,7 @@ def to_pcm_rate(audio: np.ndarray, sample_rate: int) -> np.ndarray:
     """Resample to OpenAI's 24 kHz (polyphase; a piece starts and ends in a faded edge or a pause)."""
     if sample_rate == PCM_RATE or audio.size == 0:
         return audio
-    from math import gcd
-
-    from scipy.signal import resample_poly
-
-    g = gcd(PCM_RATE, sample_rate)
-    return resample_poly(audio, PCM_RATE // g, sample_rate // g).astype(np.float32)
+    return resample(audio, sample_rate, PCM_RATE).astype(np.float32)
 
 
 def streaming_wav_header(sample_rate: int) -> bytes:
