@@ -59,13 +59,15 @@ def force_align(logp: np.ndarray, labels: list[int]) -> np.ndarray | None:
         score[1] = lp[0, ext[1]]
     back = np.zeros((n_frames, n_states), dtype=np.int8)
     emit = lp[:, ext]  # [T, S]
+    # Rows: stay in the state, step from the one before, jump over a blank; filled in place frame by frame.
+    cand = np.full((3, n_states), neg)
+    jumps = np.flatnonzero(skip)
     for t in range(1, n_frames):
-        stay = score
-        step = np.concatenate(([neg], score[:-1]))
-        jump = np.where(skip, np.concatenate(([neg, neg], score[:-2])), neg)
-        cand = np.stack([stay, step, jump])
+        cand[0] = score
+        cand[1, 1:] = score[:-1]
+        cand[2, jumps] = score[jumps - 2]
         arg = cand.argmax(axis=0)
-        score = cand[arg, np.arange(n_states)] + emit[t]
+        score = cand.max(axis=0) + emit[t]
         back[t] = arg
     ends = [n_states - 1] + ([n_states - 2] if n_states > 1 else [])
     last = max(ends, key=lambda s: score[s])
