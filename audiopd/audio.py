@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import io
 import math
 from pathlib import Path
 
@@ -72,6 +73,13 @@ def to_pcm16(audio: np.ndarray) -> np.ndarray:
     """Float samples as 16-bit integers: x * 32768 rounded, clipped to [-32768, 32767] (full scale is 1.0)."""
     scaled = np.rint(np.asarray(audio, dtype=np.float64) * 32768.0)
     return np.clip(scaled, -32768, 32767).astype(np.int16)
+
+
+def audio_bytes(audio: np.ndarray, sample_rate: int, fmt: str = "WAV") -> bytes:
+    """A mono float signal as the bytes of a 16-bit ``fmt`` file ("WAV" or "FLAC"), quantised by ``to_pcm16``."""
+    buf = io.BytesIO()
+    sf.write(buf, to_pcm16(np.asarray(audio).reshape(-1)), int(sample_rate), subtype="PCM_16", format=fmt)
+    return buf.getvalue()
 
 
 def write_audio(path: str | Path, audio: np.ndarray, sample_rate: int) -> Path:

@@ -44,3 +44,21 @@ def test_resample_keeps_a_signal_at_its_rate_and_takes_integers_as_float() -> No
     x = np.arange(10, dtype=np.float32)
     assert resample(x, 16000, 16000) is x
     assert resample(np.arange(10, dtype=np.int16), 16000, 16000).dtype == np.float64
+
+
+def test_audio_bytes_hold_to_pcm16_samples_in_wav_and_flac() -> None:
+    """One quantisation for every writer: file bytes (render, server) decode to exactly ``to_pcm16``'s samples."""
+    import io
+
+    import soundfile as sf
+
+    from audiopd.audio import audio_bytes, to_pcm16
+    from audiopd.render.worker import encode_audio
+
+    x = np.random.default_rng(1).uniform(-1.2, 1.2, 3000).astype(np.float32)
+    want = to_pcm16(x)
+    assert want.min() == -32768 and want.max() == 32767  # beyond full scale is clipped
+    for fmt in ("WAV", "FLAC"):
+        for data in (audio_bytes(x, SR, fmt), encode_audio(x, SR, fmt.lower())):
+            got, rate = sf.read(io.BytesIO(data), dtype="int16")
+            assert rate == SR and sf.info(io.BytesIO(data)).format == fmt and np.array_equal(got, want)

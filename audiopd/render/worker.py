@@ -18,7 +18,6 @@ one loaded voice, which is the expensive part (seconds) next to a batch (a fract
 from __future__ import annotations
 
 import hashlib
-import io
 import multiprocessing
 import os
 import random
@@ -90,13 +89,10 @@ def plan(rows: list[Row], defaults: Settings, rows_per_call: int = ROWS_PER_CALL
 
 
 def encode_audio(audio: np.ndarray, sample_rate: int, fmt: str) -> bytes:
-    """16-bit PCM ``fmt`` ("wav" or "flac") bytes of a mono float signal (clipped to [-1, 1])."""
-    import soundfile as sf
+    """16-bit PCM ``fmt`` ("wav" or "flac") bytes of a mono float signal: the samples ``audiopd say`` writes."""
+    from audiopd.audio import audio_bytes
 
-    buf = io.BytesIO()
-    sf.write(buf, np.clip(np.asarray(audio, dtype=np.float32).reshape(-1), -1.0, 1.0), sample_rate,
-             subtype="PCM_16", format=AUDIO_FORMATS[fmt])
-    return buf.getvalue()
+    return audio_bytes(audio, sample_rate, AUDIO_FORMATS[fmt])
 
 
 class Worker:

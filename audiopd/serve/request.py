@@ -7,7 +7,6 @@ the rules a request must follow can be read (and tested) in one place. Every rej
 
 from __future__ import annotations
 
-import io
 import json
 import math
 from collections.abc import Sequence
@@ -140,13 +139,9 @@ def check_numbers(fields: dict[str, Any]) -> float | None:
 # ------------------------------------------------------------------------------------------ responses
 def wav_bytes(audio: np.ndarray, sample_rate: int) -> bytes:
     """Mono float audio -> a 16-bit PCM WAV file in memory (the same encoding as ``Result.write``)."""
-    import soundfile as sf  # lazy: `audiopd --help` builds this module's CLI options without it
+    from audiopd.audio import audio_bytes  # lazy: `audiopd --help` builds this module's CLI options without soundfile
 
-    from audiopd.audio import to_pcm16
-
-    buf = io.BytesIO()
-    sf.write(buf, to_pcm16(np.asarray(audio).reshape(-1)), int(sample_rate), subtype="PCM_16", format="WAV")
-    return buf.getvalue()
+    return audio_bytes(audio, sample_rate, "WAV")
 
 
 def plain(obj: Any) -> Any:
