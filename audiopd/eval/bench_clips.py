@@ -1,4 +1,4 @@
-"""Clean clips for the checker benchmark: flite teacher renderings or a voice's own parallel output.
+"""Clean clips for the checker benchmark: flite renderings, a voice's own parallel output, or its teachers' audio.
 
 Both sources speak the same sentences: plain sentences of Debian's fortune files, split by a
 content hash into a *calibration* part (one in four; used to set checker thresholds) and a
@@ -93,6 +93,26 @@ def flite_clips(split: str, n: int, workdir: Path, *, min_seconds: float = 2.0, 
         clip = render(sent, FLITE_VOICES[len(out) % len(FLITE_VOICES)], workdir)
         if clip.seconds >= min_seconds:
             out.append(clip)
+        if len(out) >= n:
+            break
+    return out
+
+
+def peer_clips(peers: Sequence[Any], split: str, n: int, *, min_seconds: float = 2.0, offset: int = 0,
+               sentences: Sequence[str] | None = None, log: Callable[[str], None] | None = None) -> list[Clip]:
+    """``n`` clean clips spoken by natural teachers (``audiopd.eval.peers``: ``.name``, ``.synthesize(text)``),
+    round-robin like the flite voices; ``sentences`` replaces the fortune sentences of ``split`` (tests)."""
+    if not peers:
+        raise ValueError("peer_clips needs at least one peer")
+    out: list[Clip] = []
+    for sent in list(load_sentences(split) if sentences is None else sentences)[offset:]:
+        peer = peers[len(out) % len(peers)]
+        got = peer.synthesize(sent)
+        clip = Clip(sent, peer.name, np.asarray(got.audio, dtype=np.float32), int(got.sample_rate))
+        if clip.seconds >= min_seconds:
+            out.append(clip)
+            if log is not None:
+                log(f"teacher clips: {len(out)}/{n}")
         if len(out) >= n:
             break
     return out

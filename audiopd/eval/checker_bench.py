@@ -2,10 +2,12 @@
 
     python -m audiopd.eval.checker_bench --n 40 --out report.json              # flite teachers
     python -m audiopd.eval.checker_bench --voice default --n 40 --out v.json   # the voice's own output
+    python -m audiopd.eval.checker_bench --voice joe --teacher --n 40          # its teacher, its thresholds
 
 Clean clips (``audiopd.eval.bench_clips``) are either flite renderings (voices slt, rms, awb,
 kal16, round-robin) or, with ``--voice``, that voice's own parallel output (its speakers
-round-robin) of the same fortune-file sentences. Sentences are split by a hash into a
+round-robin) of the same fortune-file sentences, or, with ``--voice V --teacher``, V's natural teachers
+(``audiopd.eval.peers``: Piper joe for ``voices/joe``) checked with V's thresholds. Sentences are split by a hash into a
 *calibration* part (one in four; used to set the thresholds in ``audiopd.checker.config``) and a
 *benchmark* part (the rest; used here by default), so the reported rates are measured on
 sentences the thresholds never saw. Every clean clip is scored as is (false alarms) and with each
@@ -48,6 +50,7 @@ from audiopd.eval.bench_clips import (
     Clip,
     flite_clips,
     load_sentences,
+    peer_clips,
     render,
     voice_clips,
 )
@@ -127,7 +130,7 @@ def run_bench(n: int, split: str = "bench", asr: str | None = None, progress: bo
               voice_name: str | None = None, seed: int = 0, batch: int = 4, outside: bool | None = None,
               recognizer: Recognizer | None = None, sentences: Sequence[str] | None = None,
               min_seconds: float = 2.0, judge: judging.EvalJudge | None = None,
-              listener: str | None = None) -> dict:
+              listener: str | None = None, teachers: Sequence[Any] | None = None) -> dict:
     """Score ``n`` clean clips and every fault of each; returns the report as plain data.
 
     Clean clips are flite renderings, or the parallel output of ``tts`` (a loaded ``Synthesizer``)
@@ -137,7 +140,9 @@ def run_bench(n: int, split: str = "bench", asr: str | None = None, progress: bo
     (default: Whisper with DistillMOS/DNSMOS), or by a bare ``recognizer(audio, rate) -> text`` (no MOS);
     ``sentences`` replaces the fortune sentences of ``split`` for a voice (tests). ``asr`` is the checker's
     own recognition policy (always, borderline, never), not the outside recogniser; ``listener`` overrides the
-    checker's aligning recogniser ("ctc", the default, or "sphinx", the thorough one).
+    checker's aligning recogniser ("ctc", the default, or "sphinx", the thorough one). ``teachers`` (natural
+    teachers, ``audiopd.eval.peers``) speak the clean clips instead, checked with ``tts``'s thresholds: the
+    voice's checker on the audio it was taught to imitate.
     """
     from audiopd.checker import CheckerConfig, score
     from audiopd.config import to_dict
@@ -160,7 +165,9 @@ def run_bench(n: int, split: str = "bench", asr: str | None = None, progress: bo
     rows: dict[str, dict] = {k: {"n": 0, "flagged": 0, "fired": {}, "misses": []} for k in conditions}
     items: list[dict] = []
     audio_s = check_s = asr_s = align_s = 0.0  # align_s, asr_s: the checker's two PocketSphinx passes
-    if tts is None:
+    if teachers:
+        clean = peer_clips(teachers, split, n, min_seconds=min_seconds, offset=offset, sentences=sentences, log=log)
+    elif tts is None:
         with tempfile.TemporaryDirectory(prefix="checker_bench_") as tmp:
             clean = flite_clips(split, n, Path(tmp), offset=offset, min_seconds=min_seconds)
     else:
@@ -205,14 +212,14 @@ def run_bench(n: int, split: str = "bench", asr: str | None = None, progress: bo
                 + (f"; outside WER {judged['wer']:.2f}" if judged is not None else ""))
     checks = sorted({c for r in rows.values() for c in r["fired"]})
     report = {
-        "source": "flite" if tts is None else "voice",
+        "source": "teacher" if teachers else "flite" if tts is None else "voice",
         "voice": voice_name if tts is not None else None,
         "n_clips": len(clean),
         "split": split,
         "asr": cfg.asr,
         "checker_config": "voice" if voice_cfg is not None else "default",
         "checker": to_dict(cfg),
-        "seed": seed if tts is not None else None,
+        "seed": seed if tts is not None and not teachers else None,
         "voices": sorted({c.voice for c in clean}),
         "false_alarm_rate": rows["clean"]["flagged"] / max(1, rows["clean"]["n"]) if "clean" in rows else None,
         "detection_rate": {k: r["flagged"] / max(1, r["n"]) for k, r in rows.items() if k != "clean"},
@@ -254,6 +261,20 @@ def _summary_lines(report: dict) -> list[str]:
     return lines
 
 
+def _load_teachers(tts: Any, voice: str, threads: int) -> list[Any]:
+    """The natural teachers of a voice's speakers, loaded (one each); a voice taught by flite has none."""
+    from audiopd.errors import AudiopdError
+    from audiopd.eval.peers import load_peer, parse_peer
+
+    names = list(dict.fromkeys(tts.model.info.teacher(sp) for sp in tts.voices))
+    try:
+        specs = [parse_peer(name) for name in names]
+    except AudiopdError:
+        raise AudiopdError(f"voice {voice}'s teachers ({', '.join(names)}) are not natural teachers "
+                           "(system:voice); without --voice the benchmark speaks with flite") from None
+    return [load_peer(s.name, threads=threads) for s in specs]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m audiopd.eval.checker_bench", description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=40, help="clean clips (each also gets every fault)")
@@ -270,6 +291,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--offset", type=int, default=0, help="skip this many sentences of the split")
     ap.add_argument("--seed", type=int, default=0, help="decoding seed of the voice's clips")
     ap.add_argument("--batch", type=int, default=4, help="sentences per speaker decoded together (--voice)")
+    ap.add_argument("--teacher", action="store_true",
+                    help="with --voice: its natural teachers (e.g. piper:joe) speak the clips, checked with the "
+                         "voice's thresholds")
     ap.add_argument("--outside", action="store_true", help="also judge flite clips by outside ASR (on for --voice)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads for decoding (default: 1)")
     ap.add_argument("--quiet", action="store_true")
@@ -278,6 +302,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--n must be >= 2 (the 'swap' fault needs a second sentence)")
     if args.threads < 1 or args.batch < 1 or args.seed < 0:
         ap.error("--threads and --batch must be >= 1 and --seed >= 0")
+    if args.teacher and args.voice is None:
+        ap.error("--teacher needs --voice (whose teachers speak, checked with its thresholds)")
     kinds = tuple(k for k in args.kinds.split(",") if k) or None
     from audiopd.errors import AudiopdError
 
@@ -290,11 +316,12 @@ def main(argv: list[str] | None = None) -> int:
 
             torch.set_num_threads(args.threads)
             tts = audiopd.load(args.voice)
+        teachers = _load_teachers(tts, args.voice, args.threads) if args.teacher else None
         outside = args.outside or args.voice is not None
         judge = judging.from_args(args, threads=args.threads) if outside else None
         report = run_bench(args.n, args.split, args.checker_asr, progress=not args.quiet, kinds=kinds,
                            offset=args.offset, tts=tts, voice_name=args.voice, seed=args.seed, batch=args.batch,
-                           outside=outside, judge=judge, listener=args.recognizer)
+                           outside=outside, judge=judge, listener=args.recognizer, teachers=teachers)
     except AudiopdError as exc:  # a missing or broken voice, a bad checker.yaml
         print(f"{ap.prog}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2

@@ -207,3 +207,47 @@ def test_main_voice_errors_are_one_line(voice_dir, capsys, setup: str, needle: s
     assert main(["--voice", voice, "--n", "2", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "error:" in err and needle in err and "Traceback" not in err
+
+
+# ------------------------------------------------------------------------------------ teachers
+class EchoTeacher:
+    """A natural teacher stand-in: speaks through the fixture voice, under a peer's name."""
+
+    def __init__(self, tts, name: str) -> None:
+        self.tts, self.name, self.sample_rate = tts, name, tts.sample_rate
+
+    def synthesize(self, text: str):
+        from audiopd.eval.peers import PeerAudio
+
+        res = self.tts.synthesize(text, mode="parallel", seed=0, check=False)
+        return PeerAudio(res.audio, res.sample_rate, None)
+
+
+def test_run_bench_checks_the_teachers_audio_with_the_voice_thresholds(voice_dir, monkeypatch) -> None:
+    (voice_dir / "checker.yaml").write_text("min_window_score: -80\nasr: never\n")
+    write_checksums(voice_dir)
+    seen: list[tuple[CheckerConfig, int]] = []
+
+    def recorder(audio, rate, text, *, config):
+        seen.append((config, audio.size))
+        return audiopd.checker.Verdict(passed=True, score=1.0, metrics={})
+
+    monkeypatch.setattr(audiopd.checker, "score", recorder)
+    tts = audiopd.load()
+    teachers = [EchoTeacher(tts, "piper:one"), EchoTeacher(tts, "piper:two")]
+    report = run_bench(3, kinds=("clean",), progress=False, tts=tts, sentences=LONG, teachers=teachers,
+                       recognizer=first_sentence_heard, min_seconds=1.0)
+    assert report["source"] == "teacher" and report["checker_config"] == "voice" and report["seed"] is None
+    assert [c["voice"] for c in report["clips"]] == ["piper:one", "piper:two", "piper:one"]
+    assert [c["text"] for c in report["clips"]] == LONG[:3]
+    assert [cfg for cfg, _ in seen] == [tts.checker_config] * 3  # the voice's thresholds, not the defaults
+    assert report["outside"]["n_clean"] == 3  # the teachers' clips are judged from outside too
+
+
+def test_main_teacher_needs_a_voice_with_natural_teachers(voice_dir, capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["--teacher", "--n", "2", "--quiet"])
+    assert "--teacher needs --voice" in capsys.readouterr().err
+    assert main(["--voice", "default", "--teacher", "--n", "2", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "are not natural teachers" in err and "alice" in err
