@@ -6,11 +6,11 @@
 
 Clean clips (``audiopd.eval.bench_clips``) are either flite renderings (voices slt, rms, awb,
 kal16, round-robin) or, with ``--voice``, that voice's own parallel output (its speakers
-round-robin) of the same fortune-file sentences, or, with ``--voice V --teacher``, V's natural teachers
-(``audiopd.eval.peers``: Piper joe for ``voices/joe``) checked with V's thresholds. Sentences are split by a hash into a
-*calibration* part (one in four; used to set the thresholds in ``audiopd.checker.config``) and a
-*benchmark* part (the rest; used here by default), so the reported rates are measured on
-sentences the thresholds never saw. Every clean clip is scored as is (false alarms) and with each
+round-robin) of the same fortune-file sentences, or, with ``--voice V --teacher``, V's natural
+teachers (``audiopd.eval.peers``: Piper joe for ``voices/joe``) checked with V's thresholds.
+Sentences are split by a hash into a *calibration* part (one in four; used to set the thresholds
+in ``audiopd.checker.config``) and a *benchmark* part (the rest; used here by default), so the
+reported rates are measured on sentences the thresholds never saw. Every clean clip is scored as is (false alarms) and with each
 fault of ``audiopd.eval.faults`` (detections). Runs in one process, one thread.
 
 Thresholds: ``CheckerConfig()`` for flite; for a voice, the voice's own ``checker.yaml`` if it
