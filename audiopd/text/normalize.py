@@ -17,7 +17,8 @@
 6. Dates: ISO 2024-03-05, US numeric 3/5/2024 (month/day; two-digit years: < 50 -> 20xx, else 19xx),
    "March 5[, 2024]", "Mar. 5th", "5 March 2024" -> "March fifth, twenty twenty four" / "the fifth of March".
 7. Times: "3:30 pm" -> "three thirty P M", "14:05" -> "fourteen oh five", "3:00" -> "three o'clock",
-   "7am" -> "seven A M", seconds read as "and N seconds".
+   "7am" -> "seven A M", "6:30am" and "6.30 a.m." -> "six thirty A M" (a dot only before a.m./p.m.),
+   seconds read as "and N seconds".
 8. Currency $ £ € ¥ (prefix, or € suffix): "$5" five dollars, "$3.50" three dollars and fifty cents,
    "$0.99" ninety nine cents, "$1.5 million" one point five million dollars, pence/penny for £.
 9. Percentages ("5%", "-2.5 %" -> "minus two point five percent").

@@ -83,7 +83,7 @@ _AMPM = r"(?:\s*([AaPp])\.?\s?[Mm]\b\.?)"
 
 
 def read_times(text: str) -> str:
-    """Spell clock times "3:30 pm", "14:05", "7am" (step 7)."""
+    """Spell clock times "3:30 pm", "6:30am", "6.30 a.m.", "14:05", "7am" (step 7)."""
     def ampm(m: re.Match[str], letter: str | None) -> str:
         if not letter:
             return ""
@@ -104,13 +104,18 @@ def read_times(text: str) -> str:
             spoken = spoken.replace(suffix, "") + f" and {num.cardinal(int(m[3]))} seconds" + suffix
         return spoken
 
-    text = re.sub(rf"\b(\d{{1,2}}):(\d{{2}})(?::(\d{{2}}))?\b{_AMPM}?", clock, text)
+    # The minutes end at a non-digit, not a word boundary, so "6:30am" keeps its period of day. A dot
+    # separates hours and minutes only before a.m./p.m. ("6.30 a.m.", British style, and Whisper's),
+    # where it cannot be a decimal; a bare "3.14" stays a number.
+    text = re.sub(rf"\b(\d{{1,2}}):(\d{{2}})(?::(\d{{2}}))?(?!\d){_AMPM}?", clock, text)
+    text = re.sub(rf"\b(\d{{1,2}})\.(\d{{2}})()(?!\d){_AMPM}", clock, text)
 
     def bare(m: re.Match[str]) -> str:
         hour = int(m[1])
         return m.group() if not 1 <= hour <= 12 else num.cardinal(hour) + ampm(m, m[2])
 
-    return re.sub(rf"\b(\d{{1,2}}){_AMPM}(?![A-Za-z])", bare, text)
+    # Not after "<digit>.": "12.5 am" is a decimal, never "twelve. five a m".
+    return re.sub(rf"(?<!\d\.)\b(\d{{1,2}}){_AMPM}(?![A-Za-z])", bare, text)
 
 
 _CURRENCIES = {  # symbol: (unit, units, subunit, subunits)

@@ -30,6 +30,8 @@ needs_flite = pytest.mark.skipif(shutil.which("flite") is None, reason="Debian f
         ("travelled", "traveled"),
         ("The colour of the theatre.", "the color of the theater"),
         ("OK, at 3:30 pm.", "okay at three thirty p m"),
+        ("The train leaves at 6.30 a.m.", "the train leaves at six thirty a m"),  # Whisper's way of writing it
+        ("at 6:30am", "at six thirty a m"),
         ("They realised it.", "They realized it"),
     ],
 )

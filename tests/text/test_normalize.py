@@ -56,6 +56,11 @@ CASES = [
     ("at 3:00", "at three o'clock"),
     ("at 7am", "at seven A M"),
     ("Meet at 5 p.m. Then go.", "Meet at five P M. Then go."),
+    ("at 6:30am", "at six thirty A M"),
+    ("leaves at 6.30 a.m.", "leaves at six thirty A M."),
+    ("at 10.45pm sharp", "at ten forty five P M sharp"),
+    ("pi is 3.14", "pi is three point one four"),
+    ("12.5 a m", "twelve point five a m"),
     # dates
     ("on 2024-03-05", "on March fifth, twenty twenty four"),
     ("on 5/3/2024", "on May third, twenty twenty four"),
