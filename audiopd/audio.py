@@ -75,10 +75,16 @@ def to_pcm16(audio: np.ndarray) -> np.ndarray:
     return np.clip(scaled, -32768, 32767).astype(np.int16)
 
 
-def audio_bytes(audio: np.ndarray, sample_rate: int, fmt: str = "WAV") -> bytes:
-    """A mono float signal as the bytes of a 16-bit ``fmt`` file ("WAV" or "FLAC"), quantised by ``to_pcm16``."""
+def audio_bytes(audio: np.ndarray, sample_rate: int, fmt: str = "WAV", subtype: str = "PCM_16") -> bytes:
+    """A mono float signal as the bytes of a libsndfile ``fmt`` file ("WAV", "FLAC", "OGG", "MP3").
+
+    16-bit PCM (``subtype`` "PCM_16", WAV or FLAC) is quantised by ``to_pcm16``; a lossy codec ("VORBIS", "OPUS",
+    "MPEG_LAYER_III") is given the float samples clipped to [-1, 1].
+    """
+    x = np.asarray(audio, dtype=np.float32).reshape(-1)
+    samples = to_pcm16(x) if subtype == "PCM_16" else np.clip(x, -1.0, 1.0)
     buf = io.BytesIO()
-    sf.write(buf, to_pcm16(np.asarray(audio).reshape(-1)), int(sample_rate), subtype="PCM_16", format=fmt)
+    sf.write(buf, samples, int(sample_rate), subtype=subtype, format=fmt)
     return buf.getvalue()
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -53,7 +55,9 @@ def test_audio_bytes_hold_to_pcm16_samples_in_wav_and_flac() -> None:
     import soundfile as sf
 
     from audiopd.audio import audio_bytes, to_pcm16
+    from audiopd.compare.run import write_clip
     from audiopd.render.worker import encode_audio
+    from audiopd.serve import openai_api
 
     x = np.random.default_rng(1).uniform(-1.2, 1.2, 3000).astype(np.float32)
     want = to_pcm16(x)
@@ -62,3 +66,23 @@ def test_audio_bytes_hold_to_pcm16_samples_in_wav_and_flac() -> None:
         for data in (audio_bytes(x, SR, fmt), encode_audio(x, SR, fmt.lower())):
             got, rate = sf.read(io.BytesIO(data), dtype="int16")
             assert rate == SR and sf.info(io.BytesIO(data)).format == fmt and np.array_equal(got, want)
+    # compare's clips, the OpenAI route's FLAC and its raw PCM stream hold the same samples.
+    with tempfile.TemporaryDirectory() as tmp:
+        write_clip(Path(tmp) / "a.flac", x, SR, "flac")
+        assert np.array_equal(sf.read(Path(tmp) / "a.flac", dtype="int16")[0], want)
+    assert np.array_equal(sf.read(io.BytesIO(openai_api.encode(x, SR, "flac")), dtype="int16")[0], want)
+    assert np.array_equal(np.frombuffer(openai_api.pcm16(x), "<i2"), want)
+
+
+def test_audio_bytes_give_lossy_codecs_the_clipped_floats() -> None:
+    import io
+
+    import soundfile as sf
+
+    from audiopd.audio import audio_bytes
+
+    x = 0.3 * np.sin(np.arange(SR) * 2 * np.pi * 440 / SR).astype(np.float32)
+    data = audio_bytes(x, SR, "OGG", "VORBIS")
+    got, rate = sf.read(io.BytesIO(data), dtype="float32")
+    assert sf.info(io.BytesIO(data)).subtype == "VORBIS" and rate == SR and abs(got.size - x.size) < 2000
+    assert 0.2 < np.abs(got).max() < 0.4  # the tone survives the lossy round trip at its level

@@ -157,12 +157,10 @@ def clip_name(voice: str, system: str, seed: int, index: int, ext: str, text: st
 
 
 def write_clip(path: Path, audio: np.ndarray, sample_rate: int, audio_format: str) -> None:
-    import soundfile as sf
+    from audiopd.audio import audio_bytes
 
-    fmt, subtype = AUDIO_FORMATS[audio_format]
     path.parent.mkdir(parents=True, exist_ok=True)
-    sf.write(str(path), np.clip(np.asarray(audio, dtype=np.float32), -1.0, 1.0), sample_rate, format=fmt,
-             subtype=subtype)
+    path.write_bytes(audio_bytes(audio, sample_rate, *AUDIO_FORMATS[audio_format]))
 
 
 def synthesize_all(tts, texts: Sequence[str], cfg: CompareConfig, judge: Judge, build: Path, *,

@@ -16,7 +16,6 @@ Errors use OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``, 
 
 from __future__ import annotations
 
-import io
 import json
 import struct
 from collections.abc import Sequence
@@ -25,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from audiopd.audio import resample
+from audiopd.audio import resample, to_pcm16
 from audiopd.serve.request import MODES, RequestError, SynthesisRequest, check_numbers
 
 MODEL_ID = "audiopd"
@@ -115,7 +114,8 @@ def openai_error(status: int, message: str) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------- bytes
 def pcm16(audio: np.ndarray) -> bytes:
-    return (np.clip(np.asarray(audio, np.float32), -1.0, 1.0) * 32767.0).round().astype("<i2").tobytes()
+    """Raw little-endian 16-bit samples, quantised like every file the engine writes (``to_pcm16``)."""
+    return to_pcm16(audio).astype("<i2").tobytes()
 
 
 def to_pcm_rate(audio: np.ndarray, sample_rate: int) -> np.ndarray:
@@ -134,10 +134,7 @@ def streaming_wav_header(sample_rate: int) -> bytes:
 
 
 def encode(audio: np.ndarray, sample_rate: int, fmt: str) -> bytes:
-    """A whole text in flac / mp3 / opus (libsndfile through soundfile)."""
-    import soundfile as sf
+    """A whole text in flac / mp3 / opus (libsndfile through soundfile), FLAC with ``say``'s 16-bit samples."""
+    from audiopd.audio import audio_bytes
 
-    container, subtype = _SF[fmt]
-    buf = io.BytesIO()
-    sf.write(buf, np.clip(np.asarray(audio, np.float32), -1.0, 1.0), sample_rate, format=container, subtype=subtype)
-    return buf.getvalue()
+    return audio_bytes(audio, sample_rate, *_SF[fmt])
