@@ -78,8 +78,9 @@ def to_pcm16(audio: np.ndarray) -> np.ndarray:
 def audio_bytes(audio: np.ndarray, sample_rate: int, fmt: str = "WAV", subtype: str = "PCM_16") -> bytes:
     """A mono float signal as the bytes of a libsndfile ``fmt`` file ("WAV", "FLAC", "OGG", "MP3").
 
-    16-bit PCM (``subtype`` "PCM_16", WAV or FLAC) is quantised by ``to_pcm16``; a lossy codec ("VORBIS", "OPUS",
-    "MPEG_LAYER_III") is given the float samples clipped to [-1, 1].
+    16-bit PCM (``subtype`` "PCM_16", WAV or FLAC) is quantised by ``to_pcm16``, here for every writer, because
+    libsndfile scales floats differently per format; a lossy codec ("VORBIS", "OPUS", "MPEG_LAYER_III") is given
+    the float samples clipped to [-1, 1].
     """
     x = np.asarray(audio, dtype=np.float32).reshape(-1)
     samples = to_pcm16(x) if subtype == "PCM_16" else np.clip(x, -1.0, 1.0)
@@ -99,7 +100,7 @@ def write_audio(path: str | Path, audio: np.ndarray, sample_rate: int) -> Path:
     audio = np.asarray(audio, dtype=np.float32).reshape(-1)
     if audio.size == 0:
         raise AudioInputError(f"refusing to write an empty audio file to {path}")
+    data = audio_bytes(audio, sample_rate, fmt)  # to_pcm16: WAV and FLAC hold the same samples
     with atomic_path(path) as tmp:
-        # Quantised here, once, so that WAV and FLAC hold the same samples (libsndfile scales floats per format).
-        sf.write(str(tmp), to_pcm16(audio), sample_rate, subtype="PCM_16", format=fmt)
+        tmp.write_bytes(data)
     return path

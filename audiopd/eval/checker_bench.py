@@ -4,32 +4,31 @@
     python -m audiopd.eval.checker_bench --voice default --n 40 --out v.json   # the voice's own output
     python -m audiopd.eval.checker_bench --voice joe --teacher --n 40          # its teacher, its thresholds
 
-Clean clips (``audiopd.eval.bench_clips``) are either flite renderings (voices slt, rms, awb,
-kal16, round-robin) or, with ``--voice``, that voice's own parallel output (its speakers
-round-robin) of the same fortune-file sentences, or, with ``--voice V --teacher``, V's natural
-teachers (``audiopd.eval.peers``: Piper joe for ``voices/joe``) checked with V's thresholds.
-Sentences are split by a hash into a *calibration* part (one in four; used to set the thresholds
-in ``audiopd.checker.config``) and a *benchmark* part (the rest; used here by default), so the
-reported rates are measured on sentences the thresholds never saw. Every clean clip is scored as is (false alarms) and with each
-fault of ``audiopd.eval.faults`` (detections). Runs in one process, one thread.
+Clean clips (``audiopd.eval.bench_clips``) are either flite renderings (voices slt, rms, awb, kal16,
+round-robin) or, with ``--voice``, that voice's own parallel output (its speakers round-robin) of the same
+fortune-file sentences, or, with ``--voice V --teacher``, V's natural teachers (``audiopd.eval.peers``: Piper
+joe for ``voices/joe``) checked with V's thresholds. Sentences are split by a hash into a *calibration* part
+(one in four; used to set the thresholds in ``audiopd.checker.config``) and a *benchmark* part (the rest; used
+here by default), so the reported rates are measured on sentences the thresholds never saw. Every clean clip is
+scored as is (false alarms) and with each fault of ``audiopd.eval.faults`` (detections). Runs in one process,
+one thread.
 
 Thresholds: ``CheckerConfig()`` for flite; for a voice, the voice's own ``checker.yaml`` if it
 has one (what auto mode runs), else ``CheckerConfig()``. The checker sees audio and text only;
 auto mode also hands it the predicted durations and the codes, which add the length,
 repetition and confidence checks and widen the pause limit to the longest predicted unit.
 
-A young voice is not as intelligible as its teachers, so a "false alarm" on its output may be
-a true one. Each clean voice clip therefore also gets an *outside* judgement (``audiopd.eval.judging``):
-free recognition by ``--asr whisper`` (default) or ``pocketsphinx`` scored against the text, with
-DistillMOS and DNSMOS beside it. Clips with outside WER <= 0.5 count as intelligible; the report gives
-false alarms on those and on all clean clips, and "broken passed": clips with outside WER > 0.5 that the
-checker passed (``outside_summary``). PocketSphinx is the recogniser the checker's own ASR check uses, so
-with ``--asr pocketsphinx --checker-asr always`` the two are not independent; Whisper is. The JSON report holds
-the rates, a markdown table (condition x check that fired), the misses, the checker's cost as a real-time factor (``rtf``, and
-``rtf_asr`` / ``rtf_align`` for its two PocketSphinx passes), every clip (text, speaker, seconds, outside WER) and
-one record per scored clip (metrics, failed checks), for re-deriving thresholds offline
-(``python -m audiopd.eval.checker_calib``). Latest flite figures: the docstring of
-``audiopd.checker.config``.
+A young voice is not as intelligible as its teachers, so a "false alarm" on its output may be a true one. Each
+clean voice clip therefore also gets an *outside* judgement (``audiopd.eval.judging``): free recognition by
+``--asr whisper`` (default) or ``pocketsphinx`` scored against the text, with DistillMOS and DNSMOS beside it.
+Clips with outside WER <= 0.5 count as intelligible; the report gives false alarms on those and on all clean
+clips, and "broken passed": clips with outside WER > 0.5 that the checker passed (``outside_summary``).
+PocketSphinx is the recogniser the checker's own ASR check uses, so with ``--asr pocketsphinx --checker-asr
+always`` the two are not independent; Whisper is. The JSON report holds the rates, a markdown table (condition x
+check that fired), the misses, the checker's cost as a real-time factor (``rtf``, and ``rtf_asr`` /
+``rtf_align`` for its two PocketSphinx passes), every clip (text, speaker, seconds, outside WER) and one record
+per scored clip (metrics, failed checks), for re-deriving thresholds offline (``python -m
+audiopd.eval.checker_calib``). Latest flite figures: the docstring of ``audiopd.checker.config``.
 """
 
 from __future__ import annotations
