@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import math
-import tempfile
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -48,7 +46,7 @@ def test_resample_keeps_a_signal_at_its_rate_and_takes_integers_as_float() -> No
     assert resample(np.arange(10, dtype=np.int16), 16000, 16000).dtype == np.float64
 
 
-def test_audio_bytes_hold_to_pcm16_samples_in_wav_and_flac() -> None:
+def test_audio_bytes_hold_to_pcm16_samples_in_wav_and_flac(tmp_path) -> None:
     """One quantisation for every writer: file bytes (render, server) decode to exactly ``to_pcm16``'s samples."""
     import io
 
@@ -67,9 +65,8 @@ def test_audio_bytes_hold_to_pcm16_samples_in_wav_and_flac() -> None:
             got, rate = sf.read(io.BytesIO(data), dtype="int16")
             assert rate == SR and sf.info(io.BytesIO(data)).format == fmt and np.array_equal(got, want)
     # compare's clips, the OpenAI route's FLAC and its raw PCM stream hold the same samples.
-    with tempfile.TemporaryDirectory() as tmp:
-        write_clip(Path(tmp) / "a.flac", x, SR, "flac")
-        assert np.array_equal(sf.read(Path(tmp) / "a.flac", dtype="int16")[0], want)
+    write_clip(tmp_path / "a.flac", x, SR, "flac")
+    assert np.array_equal(sf.read(tmp_path / "a.flac", dtype="int16")[0], want)
     assert np.array_equal(sf.read(io.BytesIO(openai_api.encode(x, SR, "flac")), dtype="int16")[0], want)
     assert np.array_equal(np.frombuffer(openai_api.pcm16(x), "<i2"), want)
 

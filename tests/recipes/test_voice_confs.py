@@ -37,4 +37,3 @@ def test_joes_checker_thresholds_load_and_ship() -> None:
     assert (cfg.max_per, cfg.max_phone_deletions, cfg.max_phone_insertions) == (0.5, 6, 4)
     shipped = CONF.parents[2] / "voices" / "joe" / "checker.yaml"
     assert shipped.read_text(encoding="utf-8") == (CONF / "checker_joe.yaml").read_text(encoding="utf-8")
-
