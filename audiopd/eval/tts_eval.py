@@ -2,7 +2,8 @@
 
     python -m audiopd.eval.tts_eval --data data --voice default --n 40 [--modes parallel,serial] \
         [--steps K] [--speakers slt,rms] [--batch 8] [--seed 0] [--join J] [--out report.json] \
-        [--asr whisper|pocketsphinx] [--no-mos] [--no-dnsmos] [--judge-cache FILE] [--peers kokoro:af_heart,piper:joe]
+        [--asr whisper|pocketsphinx] [--no-mos] [--no-dnsmos] [--judge-cache FILE] [--peers kokoro:af_heart,piper:joe] \
+        [--decoder hq|fast]
 
 For every speaker of the voice the same ``N`` sentences of the corpus's held-out ``test`` split
 (recipes/corpus: sentences no model or codec saw) are judged (``audiopd.eval.judging``: ``--asr whisper``, the
@@ -49,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from audiopd.codec.registry import add_decoder_argument
 from audiopd.errors import AudiopdError
 from audiopd.eval import judging
 from audiopd.eval.heldout import (  # also imported from here by callers and tests
@@ -218,7 +220,7 @@ def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("par
         log(f"{peer.name}: {len(sentences)} sentences, {tal.wall_s:.1f} s wall for {tal.audio_s:.1f} s audio")
     return {
         "auto": auto_summary(utts),
-        "voice": voice_name, "codec": tts.codec.name,
+        "voice": voice_name, "codec": tts.codec.name, "decoder": tts.codec.decoder,
         "data": str(data), "n": len(sentences), "join": join, "seed": seed, "steps": steps, "batch": batch,
         "modes": modes, "peers": [p.name for p in peers],
         "speakers": speakers, "sentences": [{"id": s.id, "text": s.text} for s in sentences],
@@ -279,6 +281,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m audiopd.eval.tts_eval", description=__doc__.splitlines()[0])
     p.add_argument("--data", default="data", help="corpus root holding corpus/manifest.jsonl (default: data)")
     p.add_argument("--voice", default=None, help="shipped voice name or a path like ./myvoice (default: default)")
+    add_decoder_argument(p)
     p.add_argument("--n", type=int, default=40, help="held-out sentences per speaker (default: 40)")
     p.add_argument("--modes", default="parallel,serial", help="comma-separated of parallel, serial, auto")
     p.add_argument("--steps", type=int, default=None, metavar="K", help="level-0 step budget of parallel decoding")
@@ -306,7 +309,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise EvalInputError(f"--out {args.out} is a directory, not a file name")
         torch.set_num_threads(args.threads)
         judge = judging.from_args(args, threads=args.threads)
-        tts = audiopd.load(args.voice)
+        tts = audiopd.load(args.voice, decoder=args.decoder)
         peers = []
         if args.peers:
             from audiopd.eval.peers import load_peer, parse_peers
@@ -318,7 +321,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                           log=lambda m: print(m, file=sys.stderr, flush=True))
         report["torch_threads"] = torch.get_num_threads()
         what = "held-out sentences" if args.join == 1 else f"passages of {args.join} held-out sentences"
-        print(f"voice {report['voice']}, codec {report['codec']}, {report['n']} {what} x "
+        print(f"voice {report['voice']}, codec {report['codec']} ({report['decoder']}), {report['n']} {what} x "
               f"{len(report['speakers'])} speakers, seed {report['seed']}, steps {report['steps'] or 'default'}, "
               f"{report['wall_s']:.0f} s")
         for w in report["warnings"]:

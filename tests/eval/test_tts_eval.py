@@ -115,6 +115,7 @@ def test_main_prints_the_table_and_writes_the_json(voice_env, tmp_path, capsys, 
                  "--seed", "5", "--out", str(out), "--asr", "pocketsphinx", "--no-mos"]) == 0
     report = json.loads(out.read_text())
     assert (report["voice"], report["codec"], report["seed"], report["steps"]) == ("default", "fx", 5, 3)
+    assert report["decoder"] == "fixture"  # the codec's default; --decoder names another
     assert [(r["speaker"], r["system"]) for r in report["rows"]] == [
         (sp, sy) for sp in (*SPEAKERS, "all") for sy in ("teacher", "parallel", "serial")]
     assert len(report["utterances"]) == 3 * 2 * len(SPEAKERS)
@@ -226,6 +227,7 @@ def test_select_sentences_rejects_unusable_input(rows, speakers, n, needle) -> N
     (["--join", "0"], "--join must be >= 1"),
     (["--n", "2", "--join", "5"], "--join 5 needs at least 5 sentences"),
     (["--voice", "nope"], "no voice named 'nope'"),
+    (["--decoder", "hq"], "has no decoder 'hq'"),
 ])
 def test_main_bad_input_is_one_line_and_exit_2(voice_env, tmp_path, capsys, argv, needle) -> None:
     data = write_corpus(tmp_path, flite=False)
