@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from audiopd.codec.mel import FastVocoderConfig, MelCodecConfig
+from audiopd.codec.mel_config import FastVocoderConfig, MelCodecConfig
 from audiopd.codec.world_fit import write_codec_artifact
 
 LEVELS, CARD = 4, 16

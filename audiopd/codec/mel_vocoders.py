@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from audiopd.artifacts import sha256_file
-from audiopd.codec.mel import FastVocoderConfig, MelCodecConfig, mel_basis
+from audiopd.codec.mel_config import FastVocoderConfig, MelCodecConfig, mel_basis
 from audiopd.codec.harmonic import f0_from_logit, harmonic_magnitude, harmonic_phase
 from audiopd.codec.phase import fgla_phase, istft, scale, unit
 from audiopd.codec.postfilter import FineStructureSharpener, exponents

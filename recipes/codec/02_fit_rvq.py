@@ -103,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--out", default=str(REPO / "codecs" / "mel22k"), help="artifact directory")
     args = cc.stage_args(__doc__.splitlines()[0], argv, extra)
     data = Path(args.data)
-    from audiopd.codec.mel import FastVocoderConfig, MelCodecConfig, load_artifact, replace_config
+    from audiopd.codec.mel import load_artifact, replace_config
+    from audiopd.codec.mel_config import FastVocoderConfig, MelCodecConfig
     from audiopd.codec.world_fit import notes_marker, write_codec_artifact
     from audiopd.config import from_dict, to_dict
 
