@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from audiopd.errors import AudiopdError
-from audiopd.eval.compare import paired_bootstrap, paired_differences
+from audiopd.eval.compare import paired_bootstrap, paired_mean
 from audiopd.text.wer import judge_words
 
 RESAMPLES = 2000
@@ -43,16 +43,6 @@ def _per_pair(utts: Sequence[dict], system: str, key: str) -> dict[tuple[str, st
         if u["system"] == system and u.get(key) is not None:
             acc[(u["voice"], u["text"])].append(float(u[key]))
     return {k: float(np.mean(v)) for k, v in acc.items()}
-
-
-def paired_mean(a: dict, b: dict, *, resamples: int = RESAMPLES, seed: int = 0) -> dict[str, float] | None:
-    """mean(a - b) over shared keys with a percentile 95% interval; None without shared keys."""
-    found = paired_differences(a, b, resamples=resamples, seed=seed)
-    if found is None:
-        return None
-    keys, d, low, high = found
-    return {"n": len(keys), "diff": round(float(d.mean()), 4), "low": round(float(low), 4),
-            "high": round(float(high), 4)}
 
 
 def _edits(utts: Sequence[dict], system: str) -> dict[tuple[str, str], tuple[float, int]]:

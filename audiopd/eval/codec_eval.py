@@ -101,8 +101,8 @@ def item_scores(scores: list[dict]) -> dict:
 
 def paired_change(row: dict, original: dict) -> dict | None:
     """Mean DistillMOS change of ``row`` from ``original`` over the items both judged, with a 95% bootstrap
-    interval over items (``audiopd.compare.stats.paired_mean``); None when either lacks per-item scores."""
-    from audiopd.compare.stats import paired_mean
+    interval over items (``audiopd.eval.compare.paired_mean``); None when either lacks per-item scores."""
+    from audiopd.eval.compare import paired_mean
 
     a, b = row.get("distillmos_items"), original.get("distillmos_items")
     if not a or not b or len(a) != len(b):

@@ -133,6 +133,16 @@ def paired_differences(a: dict, b: dict, *, resamples: int = 2000,
     return keys, d, float(low), float(high)
 
 
+def paired_mean(a: dict, b: dict, *, resamples: int = 2000, seed: int = 0) -> dict[str, float] | None:
+    """mean(a - b) over shared keys with a percentile 95% interval; None without shared keys."""
+    found = paired_differences(a, b, resamples=resamples, seed=seed)
+    if found is None:
+        return None
+    keys, d, low, high = found
+    return {"n": len(keys), "diff": round(float(d.mean()), 4), "low": round(float(low), 4),
+            "high": round(float(high), 4)}
+
+
 def paired_mos(a: dict[Key, float], b: dict[Key, float], *, resamples: int = 2000,
                seed: int = 0) -> tuple[int, float, float, float, float] | None:
     """(n, mean A, mean B, low, high): A's and B's mean over shared utterances, 95% interval of A - B by the same

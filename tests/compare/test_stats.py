@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from audiopd.compare.stats import paired_mean, summarize, system_k, tally
+from audiopd.compare.stats import summarize, system_k, tally
 from audiopd.errors import AudiopdError
+from audiopd.eval.compare import paired_mean
 
 TEXT = ["one two three four", "five six seven eight", "nine ten eleven twelve", "a b c d", "e f g h", "i j k l"]
 
