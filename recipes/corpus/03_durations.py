@@ -238,11 +238,9 @@ def _share_with_neighbours(tokens: Sequence[str], dur: list[float], matched: dic
 
 
 def load_phonemize():
-    """audiopd's frontend (engineer A); imported lazily so the DP can be tested without it."""
-    try:
-        from audiopd.text import phonemize  # noqa: PLC0415
-    except ImportError:  # until audiopd.text re-exports it
-        from audiopd.text.frontend import phonemize  # noqa: PLC0415
+    """audiopd's frontend, imported lazily so the alignment DP can be tested without loading it."""
+    from audiopd.text import phonemize  # noqa: PLC0415
+
     return phonemize
 
 

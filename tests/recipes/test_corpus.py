@@ -191,10 +191,6 @@ def test_render_two_sentences_end_to_end(tmp_path: Path) -> None:
     stamp = (data / manifest[0]["wav"]).stat().st_mtime_ns
     assert render.main(["--data", str(data), "--voices", "slt,kal16", "--force"]) == 0
     assert (data / manifest[0]["wav"]).stat().st_mtime_ns == stamp
-    try:
-        durations.load_phonemize()
-    except ImportError:
-        pytest.skip("audiopd.text.phonemize not available yet: durations stage not exercised")
     assert durations.main(["--data", str(data), "--jobs", "1"]) == 0
     rows = [json.loads(line) for line in (data / "corpus" / "durations.jsonl").read_text().splitlines()]
     assert len(rows) == 4
