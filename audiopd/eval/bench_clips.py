@@ -86,16 +86,25 @@ def render(text: str, voice: str, workdir: Path) -> Clip:
     return Clip(text, voice, audio, int(rate))
 
 
-def flite_clips(split: str, n: int, workdir: Path, *, min_seconds: float = 2.0, offset: int = 0) -> list[Clip]:
-    """``n`` clean flite clips of ``split`` (from sentence ``offset`` on), voices round-robin."""
+def _round_robin(speakers: Sequence[Any], sentences: Sequence[str], n: int, speak: Callable[[str, Any], Clip], *,
+                 min_seconds: float, log: Callable[[str], None] | None = None, what: str = "clips") -> list[Clip]:
+    """``n`` clips of at least ``min_seconds``: sentence after sentence, spoken by ``speakers`` in turn."""
     out: list[Clip] = []
-    for sent in load_sentences(split)[offset:]:
-        clip = render(sent, FLITE_VOICES[len(out) % len(FLITE_VOICES)], workdir)
+    for sent in sentences:
+        clip = speak(sent, speakers[len(out) % len(speakers)])
         if clip.seconds >= min_seconds:
             out.append(clip)
+            if log is not None:
+                log(f"{what}: {len(out)}/{n}")
         if len(out) >= n:
             break
     return out
+
+
+def flite_clips(split: str, n: int, workdir: Path, *, min_seconds: float = 2.0, offset: int = 0) -> list[Clip]:
+    """``n`` clean flite clips of ``split`` (from sentence ``offset`` on), voices round-robin."""
+    return _round_robin(FLITE_VOICES, load_sentences(split)[offset:], n,
+                        lambda sent, voice: render(sent, voice, workdir), min_seconds=min_seconds)
 
 
 def peer_clips(peers: Sequence[Any], split: str, n: int, *, min_seconds: float = 2.0, offset: int = 0,
@@ -104,18 +113,13 @@ def peer_clips(peers: Sequence[Any], split: str, n: int, *, min_seconds: float =
     round-robin like the flite voices; ``sentences`` replaces the fortune sentences of ``split`` (tests)."""
     if not peers:
         raise ValueError("peer_clips needs at least one peer")
-    out: list[Clip] = []
-    for sent in list(load_sentences(split) if sentences is None else sentences)[offset:]:
-        peer = peers[len(out) % len(peers)]
+
+    def speak(sent: str, peer: Any) -> Clip:
         got = peer.synthesize(sent)
-        clip = Clip(sent, peer.name, np.asarray(got.audio, dtype=np.float32), int(got.sample_rate))
-        if clip.seconds >= min_seconds:
-            out.append(clip)
-            if log is not None:
-                log(f"teacher clips: {len(out)}/{n}")
-        if len(out) >= n:
-            break
-    return out
+        return Clip(sent, peer.name, np.asarray(got.audio, dtype=np.float32), int(got.sample_rate))
+
+    pool = list(load_sentences(split) if sentences is None else sentences)[offset:]
+    return _round_robin(peers, pool, n, speak, min_seconds=min_seconds, log=log, what="teacher clips")
 
 
 def voice_clips(tts: Any, split: str, n: int, *, min_seconds: float = 2.0, offset: int = 0, seed: int = 0,
