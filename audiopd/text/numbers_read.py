@@ -106,7 +106,8 @@ def read_times(text: str) -> str:
 
     # The minutes end at a non-digit, not a word boundary, so "6:30am" keeps its period of day. A dot
     # separates hours and minutes only before a.m./p.m. ("6.30 a.m.", British style, and Whisper's),
-    # where it cannot be a decimal; a bare "3.14" stays a number.
+    # where it cannot be a decimal; a bare "3.14" stays a number. Its empty group stands in for the seconds, so
+    # ``clock`` reads both patterns.
     text = re.sub(rf"\b(\d{{1,2}}):(\d{{2}})(?::(\d{{2}}))?(?!\d){_AMPM}?", clock, text)
     text = re.sub(rf"\b(\d{{1,2}})\.(\d{{2}})()(?!\d){_AMPM}", clock, text)
 
