@@ -16,6 +16,12 @@ from pathlib import Path
 from audiopd.errors import ArtifactError
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
+# The voice ``audiopd.load()`` speaks with: the natural voice, DistillMOS 3.09 against the flite voice's 2.45
+# (recipes/voice/README.md, "The natural voice").
+DEFAULT_VOICE = "joe"
+# --voice's help, the same in every command that loads a voice (resolved by audiopd.cli._load_voice).
+VOICE_HELP = (f"a shipped voice's name (default: {DEFAULT_VOICE}) or a path like ./myvoice, a speaker of a shipped "
+              "voice (slt: the flite voice's), or VOICE:SPEAKER")
 
 
 def require_format_version(found: object, supported: int | tuple[int, ...], *, what: str, where: str) -> None:

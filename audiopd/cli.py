@@ -18,6 +18,7 @@ import os
 import sys
 from pathlib import Path
 
+from audiopd.artifacts import VOICE_HELP
 from audiopd.codec.registry import DEFAULT_CODEC, add_decoder_argument
 from audiopd.errors import AudiopdError, UsageError
 from audiopd.fileio import check_writable_dir
@@ -90,8 +91,7 @@ def _say_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", required=True, metavar="OUT.wav",
                    help="file to write, 16-bit WAV or (name ending in .flac) FLAC; '-' writes the WAV to stdout "
                         "(and nothing else)")
-    p.add_argument("--voice", default=None, help="shipped voice name or a path like ./myvoice (default: default), a "
-                   "speaker of the default voice, or VOICE:SPEAKER")
+    p.add_argument("--voice", default=None, help=VOICE_HELP)
     p.add_argument("--mode", choices=("auto", "parallel", "serial"), default="auto",
                    help="decoding path; auto checks the output and escalates on failure (default: auto)")
     p.add_argument("--steps", type=int, default=None, metavar="K", help="level-0 step budget of parallel decoding")
@@ -124,26 +124,29 @@ def _read_text(words: list[str]) -> str:
 
 
 def _load_voice(spec: str | None, **load_kwargs):
-    """--voice: a shipped voice's name or a directory path, VOICE:SPEAKER, or a speaker of the default voice.
+    """--voice: a shipped voice's name or a directory path, VOICE:SPEAKER, or a speaker of a shipped voice.
 
     ``load_kwargs`` go to ``audiopd.load`` (e.g. ``decoder`` from ``--decoder``)."""
     import audiopd
-    from audiopd.artifacts import find_artifact, looks_like_path
+    from audiopd.artifacts import available, find_artifact, looks_like_path
     from audiopd.errors import ArtifactError
+    from audiopd.model.voice import speaker_owner
 
     if spec is None:
         return audiopd.load(**load_kwargs), None
     if ":" in spec and not (looks_like_path(spec) and Path(spec).expanduser().is_dir()):
         voice, _, speaker = spec.rpartition(":")
         return audiopd.load(voice or None, **load_kwargs), speaker or None
+    if looks_like_path(spec):  # a directory: find_artifact's error names what is missing there
+        return audiopd.load(spec, **load_kwargs), None
     try:
         find_artifact("voices", spec)
     except ArtifactError:
-        tts = audiopd.load(**load_kwargs)
-        if spec not in tts.voices:
-            raise ArtifactError(f"unknown voice {spec!r}: no voice artifact of that name, and the default voice's "
-                                f"speakers are {', '.join(tts.voices) or 'unnamed'}") from None
-        return tts, spec
+        owner = speaker_owner(spec)
+        if owner is None:
+            raise ArtifactError(f"unknown voice {spec!r}: no voice artifact and no speaker of a shipped voice has "
+                                f"that name (shipped voices: {', '.join(available('voices')) or 'none'})") from None
+        return audiopd.load(owner, **load_kwargs), spec
     return audiopd.load(spec, **load_kwargs), None
 
 

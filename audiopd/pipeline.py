@@ -1,6 +1,6 @@
 """The one facade the CLI, the server and batch rendering call: ``load`` -> ``Synthesizer`` -> ``Result``.
 
-    tts = audiopd.load()                      # the shipped voice "default" and the codec it names
+    tts = audiopd.load()                      # the shipped default voice (joe) and the codec it names
     result = tts.synthesize("Hello there.", seed=1)
     result.audio, result.sample_rate, result.report, result.words
 
@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from audiopd import check  # noqa: F401  (the facade's check; torch-free, lives in audiopd/__init__)
+from audiopd.artifacts import DEFAULT_VOICE
 from audiopd.codec.base import Codec
 from audiopd.decoding.parallel import ParallelConfig
 from audiopd.decoding.serial import SerialConfig
@@ -39,7 +40,6 @@ from audiopd.render.result import Result, assemble_result
 if TYPE_CHECKING:
     from audiopd.checker.config import CheckerConfig
 
-DEFAULT_VOICE = "default"
 SPEED_RANGE = (0.25, 4.0)
 
 
@@ -133,6 +133,11 @@ class Synthesizer:
     @property
     def voices(self) -> tuple[str, ...]:
         return tuple(self.model.info.voices)
+
+    @property
+    def voice_name(self) -> str:
+        """The voice artifact's name ("joe"); "" for a model that was not loaded from one."""
+        return str(getattr(self.model, "artifact_name", "") or "")
 
     @property
     def sample_rate(self) -> int:

@@ -21,6 +21,7 @@ import soundfile as sf
 from voice_fixtures import FRAMES_PER_TOKEN, HOP, expected_samples, tiny_voice
 
 import audiopd
+from audiopd.artifacts import DEFAULT_VOICE
 from audiopd.cli import main
 from audiopd.codec.fixture import write_fixture_artifact
 from audiopd.errors import ArtifactError, NothingToSpeakError
@@ -37,7 +38,7 @@ REPORT_KEYS = {"mode", "steps", "forward_passes", "audio_seconds", "wall_seconds
 @pytest.fixture
 def artifacts(tmp_path, monkeypatch) -> Path:
     write_fixture_artifact(tmp_path / "codecs" / "fx")
-    save_voice(tiny_voice(("alice", "bob")), tmp_path / "voices" / "default")
+    save_voice(tiny_voice(("alice", "bob")), tmp_path / "voices" / DEFAULT_VOICE)
     monkeypatch.setenv("AUDIOPD_CODECS_PATH", str(tmp_path / "codecs"))
     monkeypatch.setenv("AUDIOPD_VOICES_PATH", str(tmp_path / "voices"))
     return tmp_path
@@ -188,7 +189,7 @@ def test_voice_rejects_a_codec_whose_tokens_mean_something_else(artifacts) -> No
     assert audiopd.load("stamped").codec.token_fingerprint == fx.token_fingerprint
     with pytest.raises(ArtifactError, match="learnt the tokens of another 'fx_other' codec"):
         audiopd.load("stamped", codec="fx_other")
-    audiopd.load("default", codec="fx_other")  # an unstamped (older) voice: no fingerprint, no check
+    audiopd.load(DEFAULT_VOICE, codec="fx_other")  # an unstamped (older) voice: no fingerprint, no check
 
 
 # ---------------------------------------------------------------------------------------- auto mode

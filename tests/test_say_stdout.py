@@ -10,6 +10,7 @@ import sys
 import soundfile as sf
 from voice_fixtures import expected_samples, install_voices
 
+from audiopd.artifacts import DEFAULT_VOICE
 from audiopd.cli import main
 from audiopd.pipeline import Synthesizer
 
@@ -17,7 +18,7 @@ TEXT = "Hello there, how are you?"
 
 
 def test_say_to_stdout_in_a_pipe(tmp_path, monkeypatch) -> None:
-    install_voices(tmp_path, monkeypatch, {"default": ("alice", "bob")})
+    install_voices(tmp_path, monkeypatch, {DEFAULT_VOICE: ("alice", "bob")})
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.run([sys.executable, "-m", "audiopd.cli", "say", TEXT, "-o", "-", "--mode", "parallel",
                            "--seed", "3", "--timestamps", str(tmp_path / "t.srt")],
@@ -30,7 +31,7 @@ def test_say_to_stdout_in_a_pipe(tmp_path, monkeypatch) -> None:
 
 def test_nothing_but_the_wav_reaches_stdout(tmp_path, monkeypatch, capfdbinary) -> None:
     """Whatever the voice, the checker or a C library prints while speaking goes to stderr, not into the WAV."""
-    install_voices(tmp_path, monkeypatch, {"default": ("alice", "bob")})
+    install_voices(tmp_path, monkeypatch, {DEFAULT_VOICE: ("alice", "bob")})
     inner = Synthesizer.synthesize
 
     def chatty(self, *args, **kwargs):

@@ -36,8 +36,9 @@ Re-run after the recogniser/aligner became order-independent (6df9ec3, 2026-11-3
 job on the other core): false alarms 1/40, detection 100% for each fault, checker RTF 0.136.
 
 A voice's own output may need other thresholds: a voice artifact can ship ``checker.yaml`` (see
-``audiopd.model.voice``); the default voice's, calibrated on its output, is
-``recipes/voice/conf/checker.yaml`` (``python -m audiopd.eval.checker_bench --voice default``).
+``audiopd.model.voice``): the flite voice's, calibrated on its output, is
+``recipes/voice/conf/checker.yaml`` (``python -m audiopd.eval.checker_bench --voice flite``), joe's (the default
+voice) ``recipes/voice/conf/checker_joe.yaml``.
 
 The one benchmark false alarm is a kal16 clip whose last word scores -81 in a 0.3 s window
 (calibration worst -51); WORLD resynthesis of 24 clean calibration clips (harvest F0,

@@ -136,7 +136,7 @@ def run_command(args: argparse.Namespace) -> int:
     # A plain `kill` (SIGTERM) then unwinds like Ctrl-C: run_compare removes its half-built folder.
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
-        results = run_compare(tts, texts, cfg, judge, outdir, voice_name=args.voice or "default",
+        results = run_compare(tts, texts, cfg, judge, outdir, voice_name=tts.voice_name,
                               log=lambda m: print(m, file=sys.stderr, flush=True))
     finally:
         signal.signal(signal.SIGTERM, previous)

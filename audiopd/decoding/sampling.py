@@ -95,7 +95,7 @@ def _draw_filtered(scaled: Tensor, top_k: int, top_p: float, generator: torch.Ge
     A peaked row's nucleus lies inside its few best tokens: a row is cut to its ``cuts[0]`` best (topk),
     normalised with one logsumexp over the row, cut to the nucleus and drawn among the cut alone
     (Gumbel-max). Rows whose nucleus reaches past the cut try the next, wider cut, and only those past the
-    last get the full filter and draw. On the default voice's level-0 rows the nucleus held at most 16 tokens
+    last get the full filter and draw. On the flite voice's level-0 rows the nucleus held at most 16 tokens
     for 75% of rows and 64 for 95%; a level-0 step over 700 rows took 11.8 ms the full way, 4.5 ms with one
     64-wide cut.
     """

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from audiopd.artifacts import VOICE_HELP
 from audiopd.eval.bench import (
     AUTO,
     PARALLEL,
@@ -65,8 +66,7 @@ def _csv_of(kind: type, what: str) -> Callable[[str], tuple]:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``audiopd bench`` (torch-free, so ``--help`` stays light)."""
-    p.add_argument("--voice", default=None, help="shipped voice name or a path like ./myvoice (default: default), a "
-                   "speaker of the default voice, or VOICE:SPEAKER")
+    p.add_argument("--voice", default=None, help=VOICE_HELP)
     p.add_argument("--lengths", type=_csv_of(float, "--lengths"), default=BenchConfig.lengths, metavar="S,S,...",
                    help="target seconds per text (default: 1,2,5,10,20)")
     p.add_argument("--batch", type=_csv_of(int, "--batch"), default=BenchConfig.batches, metavar="B,B,...",
@@ -102,10 +102,7 @@ def run_command(tts, speaker: str | None, args: argparse.Namespace) -> int:
         from audiopd.eval.bench_peers import load_peers
 
         peers, load_s = load_peers(args.peers, torch.get_num_threads(), log)
-    # --voice names a voice artifact, a speaker of the default voice, or VOICE:SPEAKER (audiopd.cli).
-    spec = args.voice or ""
-    name = (spec if speaker is None else spec.rpartition(":")[0] if ":" in spec else "") or "default"
-    report = run_bench(tts, cfg, speaker=speaker, voice_name=name, log=log, peers=peers)
+    report = run_bench(tts, cfg, speaker=speaker, voice_name=tts.voice_name, log=log, peers=peers)
     if peers:
         report["peers"] = {"load_s": load_s, "threads": torch.get_num_threads()}
     print(f"voice {report['voice']} (speaker {report['speaker']}), codec {report['codec']}, "

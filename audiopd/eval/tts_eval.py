@@ -317,7 +317,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             peers = [load_peer(spec.name, threads=args.threads) for spec in parse_peers(args.peers)]
         report = evaluate(tts, args.data, n=args.n, modes=_csv(args.modes), steps=args.steps, seed=args.seed,
                           batch=args.batch, speakers=_csv(args.speakers) if args.speakers else None, join=args.join,
-                          wav_dir=args.save_wavs, voice_name=args.voice or "default", judge=judge, peers=peers,
+                          wav_dir=args.save_wavs, voice_name=tts.voice_name, judge=judge, peers=peers,
                           log=lambda m: print(m, file=sys.stderr, flush=True))
         report["torch_threads"] = torch.get_num_threads()
         what = "held-out sentences" if args.join == 1 else f"passages of {args.join} held-out sentences"

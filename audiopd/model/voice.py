@@ -29,6 +29,7 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
 from audiopd import artifacts
+from audiopd.artifacts import DEFAULT_VOICE
 from audiopd.checker.config import CheckerConfig
 from audiopd.config import from_dict, to_dict
 from audiopd.errors import ArtifactError
@@ -165,6 +166,7 @@ def load_voice(name_or_dir: str | Path, *, map_location: str = "cpu") -> VoiceMo
     info = from_dict(VoiceInfo, {k: v for k, v in cfg.items() if k in info_keys}, where=f"{directory}/config.yaml")
     mcfg = from_dict(ModelConfig, cfg.get("model") or {}, where=f"{directory}/config.yaml:model")
     model = VoiceModel(mcfg, info)
+    model.artifact_name = directory.name  # what reports call the voice (/health, bench, compare)
     model.checker_config = _checker_config(directory)
     model.training_record = dict(cfg["training"]) if isinstance(cfg.get("training"), dict) else {}
     weights = directory / "model.safetensors"
@@ -181,6 +183,19 @@ def load_voice(name_or_dir: str | Path, *, map_location: str = "cpu") -> VoiceMo
         )
     model.eval()
     return model
+
+
+def speaker_owner(speaker: str) -> str | None:
+    """The shipped voice with a speaker named ``speaker`` (``--voice slt`` is the flite voice's slt): the default
+    voice if it has one, else the first by name; None when no voice has. Reads configs only, not weights."""
+    for name in dict.fromkeys([DEFAULT_VOICE, *artifacts.available("voices")]):
+        try:
+            cfg = yaml.safe_load((artifacts.find_artifact("voices", name) / "config.yaml").read_text(encoding="utf-8"))
+        except (ArtifactError, OSError, yaml.YAMLError):
+            continue
+        if isinstance(cfg, dict) and speaker in (cfg.get("voices") or ()):
+            return name
+    return None
 
 
 def load_checker_config(name_or_dir: str | Path) -> CheckerConfig | None:

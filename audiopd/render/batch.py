@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from audiopd.artifacts import VOICE_HELP
 from audiopd.checker.config import CHECK_LEVELS
 from audiopd.errors import AudiopdError
 from audiopd.render.inputs import (FORMATS, MODES, SPEED_RANGE, InputError, Row, parse_shard, read_rows,
@@ -284,8 +285,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"where <id>.<ext> files and {MANIFEST} go (created; a rerun resumes)")
     p.add_argument("--input-format", choices=FORMATS, default=None,
                    help="input format (default: from the suffix; stdin: JSON lines if it starts with '{', else text)")
-    p.add_argument("--voice", default=None, help="voice artifact name or directory (default: default), a speaker "
-                   "of the default voice, or VOICE:SPEAKER; a row's 'voice' names a speaker of this voice")
+    p.add_argument("--voice", default=None, help=VOICE_HELP + "; a row's 'voice' names a speaker of that voice")
     p.add_argument("--mode", choices=MODES, default="auto", help="decoding path for rows that name none "
                    "(default: auto, which checks every output)")
     p.add_argument("--checker", choices=CHECK_LEVELS, default="fast",

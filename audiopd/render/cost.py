@@ -36,12 +36,12 @@ SERIAL = "serial"
 class CostModel:
     """Per-pass and per-step costs of one voice on one machine (ms)."""
 
-    # Defaults: ``Synthesizer.calibrate()`` of the shipped default voice (d_model 128, 4 masked / 4 serial
-    # layers, Q 8 x 1024) on this 2-core CPU, torch fp32, 1 thread, while another job used the other core;
-    # two runs, T = 200, batch 1 and 8: 2.9-3.4 + 0.038-0.044 ms per frame-item per pass, 1.6-1.8 +
-    # 0.09-0.11 x batch ms per step. With them auto's first attempt is parallel at batch 1 and at batch 8
-    # (measured with K <= 4 + 2 fine passes in d338bea: 4.5x and 1.8x faster than serial at 5 s); a bigger
-    # voice or another machine should calibrate its own.
+    # Defaults: ``Synthesizer.calibrate()`` of the flite voice (d_model 128, 4 masked / 4 serial layers,
+    # Q 8 x 1024; joe, the default voice, has the same layers over Q 16) on this 2-core CPU, torch fp32, 1 thread,
+    # while another job used the other core; two runs, T = 200, batch 1 and 8: 2.9-3.4 + 0.038-0.044 ms per
+    # frame-item per pass, 1.6-1.8 + 0.09-0.11 x batch ms per step. With them auto's first attempt is parallel at
+    # batch 1 and at batch 8 (measured with K <= 4 + 2 fine passes in d338bea: 4.5x and 1.8x faster than serial at
+    # 5 s); a bigger voice or another machine should calibrate its own.
     pass_fixed_ms: float = 3.1
     pass_ms_per_frame: float = 0.041
     step_fixed_ms: float = 1.7

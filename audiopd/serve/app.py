@@ -35,6 +35,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from audiopd import __version__
+from audiopd.artifacts import DEFAULT_VOICE
 from audiopd.errors import AudiopdError
 from audiopd.serve import openai_api as oai
 from audiopd.serve.engine import BudgetExhausted, Cancelled, Engine, EngineConfig, Job, Piece, QueueFull, merge
@@ -83,7 +84,7 @@ class ServeConfig:
 class ServerState:
     """What the routes share; ``engine`` is None until the voice is loaded (``ready``)."""
 
-    def __init__(self, config: ServeConfig | None = None, *, voice_name: str = "default") -> None:
+    def __init__(self, config: ServeConfig | None = None, *, voice_name: str = DEFAULT_VOICE) -> None:
         self.config = config or ServeConfig()
         self.config.validate()
         self.voice_name = voice_name
@@ -98,15 +99,6 @@ class ServerState:
         self.engine = Engine(synth, self.config.engine, speaker=speaker or (synth.voices[0] if synth.voices
                                                                             else None), metrics=self.metrics)
         self.metrics.loaded.set(1)
-
-
-def voice_label(spec: str | None, speaker: str | None) -> str:
-    """The voice artifact a CLI ``--voice`` spec loaded (see audiopd.cli._load_voice), for /health."""
-    if spec is None or spec == speaker:
-        return "default"
-    if speaker is not None:
-        spec = spec[: -len(speaker) - 1] or "default"
-    return Path(spec).name or spec
 
 
 # ---------------------------------------------------------------------------------------- app
@@ -391,4 +383,4 @@ def _log_done(job: Job, report: dict[str, Any]) -> None:
                 report["wall_seconds"], verdict_of(report))
 
 
-__all__ = ["ServeConfig", "ServerState", "compact_report", "create_app", "voice_label"]
+__all__ = ["ServeConfig", "ServerState", "compact_report", "create_app"]

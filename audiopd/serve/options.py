@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from audiopd.artifacts import VOICE_HELP
 from audiopd.codec.registry import add_decoder_argument
 from audiopd.serve.listen import bind
 from audiopd.serve.request import DEFAULT_HOST, DEFAULT_MAX_CHARS, DEFAULT_PORT
@@ -16,8 +17,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="address to listen on (default: %(default)s; 0.0.0.0 for every interface, then add the "
                         "names clients use with --allow-host)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help="TCP port, 0 for any free one (default: %(default)s)")
-    p.add_argument("--voice", default=None, help="voice artifact name or directory (default: default), a "
-                   "speaker of the default voice, or VOICE:SPEAKER; requests may name another speaker")
+    p.add_argument("--voice", default=None, help=VOICE_HELP + "; requests may name another speaker of that voice")
     add_decoder_argument(p)
     p.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS, metavar="N",
                    help="longest text accepted; longer requests get 413 (default: %(default)s)")
@@ -49,7 +49,7 @@ def run_command(args: argparse.Namespace, load_voice: Callable[..., Any]) -> int
     if not args.time_budget > 0 or not args.time_budget_per_char >= 0:
         raise UsageError("--time-budget must be > 0 and --time-budget-per-char >= 0")
     sock = bind(args.host, args.port)  # before the heavy imports and the voice: a busy port fails at once
-    from audiopd.serve.app import ServeConfig, voice_label
+    from audiopd.serve.app import ServeConfig
     from audiopd.serve.engine import EngineConfig
     from audiopd.serve.server import run
 
@@ -64,6 +64,6 @@ def run_command(args: argparse.Namespace, load_voice: Callable[..., Any]) -> int
 
     def loader() -> tuple[Any, str | None, str]:
         tts, speaker = load_voice(args.voice, decoder=args.decoder)
-        return tts, speaker, voice_label(args.voice, speaker)
+        return tts, speaker, tts.voice_name
 
     return run(sock, loader, config)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import uvicorn
 
 from audiopd import __version__
+from audiopd.artifacts import DEFAULT_VOICE
 from audiopd.serve.app import ServeConfig, ServerState, create_app
 from audiopd.serve.guard import allowed_hosts, protocol_with
 from audiopd.serve.listen import bind
@@ -38,7 +39,7 @@ def url_of(sock: socket.socket) -> str:
     return f"http://{'[' + host + ']' if ':' in host else host}:{port}/"
 
 
-def build(sock: socket.socket, config: ServeConfig, *, voice_name: str = "default") -> tuple[ServerState,
+def build(sock: socket.socket, config: ServeConfig, *, voice_name: str = DEFAULT_VOICE) -> tuple[ServerState,
                                                                                              uvicorn.Server]:
     """The app state (not yet loaded) and a uvicorn server for the bound ``sock``."""
     host, port = sock.getsockname()[:2]
@@ -60,7 +61,7 @@ def _setup_logging() -> None:
         logger.setLevel(logging.INFO)
 
 
-def run(sock: socket.socket, loader: Loader, config: ServeConfig | None = None, *, voice_name: str = "default",
+def run(sock: socket.socket, loader: Loader, config: ServeConfig | None = None, *, voice_name: str = DEFAULT_VOICE,
         out: TextIO | None = None) -> int:
     """Serve on ``sock`` until Ctrl-C / SIGTERM while ``loader`` loads the voice; returns 0.
 

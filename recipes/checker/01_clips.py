@@ -92,7 +92,7 @@ class Sources:
             if self._tts is None:
                 import audiopd
 
-                self._tts = audiopd.load()
+                self._tts = audiopd.load("flite")  # "voice:slt" etc.: the flite voice's speakers
             for speaker, idx in voice_items.items():
                 for j in range(0, len(idx), 8):
                     part = idx[j : j + 8]

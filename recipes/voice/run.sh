@@ -20,8 +20,8 @@ RESUME=()
 $TRAIN --config "$HERE/conf/default.yaml" --shards "${SHARDS[@]}" --val-shards "${HELD_OUT[@]}" --out "$RUN" \
   "${RESUME[@]}" ${MAX_MINUTES:+--max-minutes "$MAX_MINUTES"}
 
-echo "== 2 export -> voices/default"
-"$PY" -m audiopd.train.export "$RUN" "$REPO/voices/default" --checker "$HERE/conf/checker.yaml"
+echo "== 2 export -> voices/flite"
+"$PY" -m audiopd.train.export "$RUN" "$REPO/voices/flite" --checker "$HERE/conf/checker.yaml"
 
 echo "== 3 held-out evaluation"
-"$PY" -m audiopd.eval.tts_eval --data "$DATA" --voice "$REPO/voices/default" --n 25 --out "$RUN/eval.json"
+"$PY" -m audiopd.eval.tts_eval --data "$DATA" --voice "$REPO/voices/flite" --n 25 --out "$RUN/eval.json"

@@ -1,7 +1,7 @@
 """Per-voice checker thresholds: a voice artifact's optional checker.yaml, and what auto mode runs with it.
 
 The voice is a randomly initialised VoiceModel saved with save_voice into tmp_path (named
-``default`` on a temporary $AUDIOPD_VOICES_PATH) with the fixture codec. checker.yaml is written
+``DEFAULT_VOICE`` on a temporary $AUDIOPD_VOICES_PATH) with the fixture codec. checker.yaml is written
 next to it and SHA256SUMS rewritten, as the lead would after calibrating. The real checker is
 replaced by a recording stub where a test asks which config the synthesizer's checker got.
 """
@@ -15,7 +15,7 @@ from voice_fixtures import install_voices
 
 import audiopd
 import audiopd.checker
-from audiopd.artifacts import write_checksums
+from audiopd.artifacts import DEFAULT_VOICE, write_checksums
 from audiopd.checker import CheckerConfig
 from audiopd.errors import ArtifactError
 from audiopd.model.voice import (
@@ -29,7 +29,7 @@ TEXT = "Hello there, how are you?"
 
 @pytest.fixture
 def voice_dir(tmp_path, monkeypatch) -> Path:
-    return install_voices(tmp_path, monkeypatch, {"default": ("alice", "bob")})["default"]
+    return install_voices(tmp_path, monkeypatch, {DEFAULT_VOICE: ("alice", "bob")})[DEFAULT_VOICE]
 
 
 def write_checker_yaml(d: Path, text: str, *, checksum: bool = True) -> None:
@@ -52,7 +52,7 @@ class Recorder:
 # ----------------------------------------------------------------------------------- loading
 def test_no_checker_yaml_means_defaults(voice_dir) -> None:
     assert load_voice(voice_dir).checker_config is None
-    assert load_checker_config("default") is None
+    assert load_checker_config(DEFAULT_VOICE) is None
 
 
 def test_overrides_apply_over_the_defaults(voice_dir) -> None:

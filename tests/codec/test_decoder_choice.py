@@ -11,6 +11,7 @@ from mel_fixtures import CARD, LEVELS, write_mel_artifact
 from voice_fixtures import install_voices
 
 import audiopd
+from audiopd.artifacts import DEFAULT_VOICE
 from audiopd.cli import main
 from audiopd.errors import ArtifactError
 
@@ -38,7 +39,7 @@ def mel_voice(codec):
 
 
 def test_the_fixture_codecs_one_decoder_is_in_the_report(tmp_path, monkeypatch) -> None:
-    install_voices(tmp_path, monkeypatch, {"default": ("a",)})
+    install_voices(tmp_path, monkeypatch, {DEFAULT_VOICE: ("a",)})
     for decoder in (None, "default", "fixture"):
         res = audiopd.load(decoder=decoder).synthesize(TEXT, mode="parallel", seed=0, check=False)
         assert res.report["decoder"] == "fixture" and res.report["codec"] == "fx"
@@ -63,7 +64,7 @@ def test_a_mel_voice_speaks_through_either_decoder(tmp_path) -> None:
 
 
 def test_cli_decoder_option(tmp_path, monkeypatch, capsys) -> None:
-    install_voices(tmp_path, monkeypatch, {"default": ("a",)})
+    install_voices(tmp_path, monkeypatch, {DEFAULT_VOICE: ("a",)})
     out, report = tmp_path / "a.wav", tmp_path / "r.json"
     assert main(["say", TEXT, "-o", str(out), "--mode", "parallel", "--decoder", "fixture",
                  "--report", str(report)]) == 0

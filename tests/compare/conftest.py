@@ -8,12 +8,13 @@ from compare_fixtures import fake_checker
 from voice_fixtures import install_voices
 
 import audiopd
+from audiopd.artifacts import DEFAULT_VOICE
 from audiopd.compare.run import CompareConfig
 
 
 @pytest.fixture
 def tts(tmp_path, monkeypatch):
-    install_voices(tmp_path / "art", monkeypatch, {"default": ("slt", "rms")})
+    install_voices(tmp_path / "art", monkeypatch, {DEFAULT_VOICE: ("slt", "rms")})
     torch.set_num_threads(1)
     synth = audiopd.load()
     synth.checker = fake_checker

@@ -16,6 +16,7 @@ import torch
 from voice_fixtures import FRAMES_PER_TOKEN, install_voices
 
 import audiopd
+from audiopd.artifacts import DEFAULT_VOICE
 from audiopd.cli import main
 from audiopd.eval import bench, bench_cli
 from audiopd.eval.bench import (
@@ -32,7 +33,7 @@ from audiopd.text import phonemize
 
 @pytest.fixture
 def artifacts(tmp_path, monkeypatch):
-    install_voices(tmp_path, monkeypatch, {"default": ("slt", "rms")})
+    install_voices(tmp_path, monkeypatch, {DEFAULT_VOICE: ("slt", "rms")})
     torch.set_num_threads(1)
     return tmp_path
 
@@ -123,7 +124,7 @@ def test_cli_bench_prints_the_table_and_writes_json(artifacts, capsys) -> None:
             "--json", str(out)]
     assert main(["bench", *argv]) == 0
     report = json.loads(out.read_text())
-    assert report["voice"] == "default" and report["speaker"] == "slt" and len(report["cells"]) == 2
+    assert report["voice"] == DEFAULT_VOICE and report["speaker"] == "slt" and len(report["cells"]) == 2
     assert bench_cli.markdown_table(report) in capsys.readouterr().out
 
 

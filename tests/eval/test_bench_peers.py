@@ -11,6 +11,7 @@ import torch
 from voice_fixtures import install_voices
 
 import audiopd
+from audiopd.artifacts import DEFAULT_VOICE
 from audiopd.cli import main
 from audiopd.eval import bench_peers
 from audiopd.eval.bench import BenchConfig, run_bench
@@ -32,7 +33,7 @@ class FakePeer:
 
 @pytest.fixture
 def tts(tmp_path, monkeypatch):
-    install_voices(tmp_path, monkeypatch, {"default": ("slt", "rms")})
+    install_voices(tmp_path, monkeypatch, {DEFAULT_VOICE: ("slt", "rms")})
     torch.set_num_threads(1)
     return audiopd.load()
 

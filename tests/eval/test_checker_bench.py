@@ -19,7 +19,7 @@ from voice_fixtures import install_voices
 
 import audiopd
 import audiopd.checker
-from audiopd.artifacts import write_checksums
+from audiopd.artifacts import DEFAULT_VOICE, write_checksums
 from audiopd.checker import CheckerConfig
 from audiopd.eval.bench_clips import FORTUNE_DIR, voice_clips
 from audiopd.eval.checker_bench import main, outside_summary, run_bench
@@ -33,7 +33,7 @@ SHORT = "Go."  # 0.4 s at 5 frames per token: too short for the faults, so it is
 
 @pytest.fixture
 def voice_dir(tmp_path, monkeypatch) -> Path:
-    return install_voices(tmp_path, monkeypatch, {"default": ("alice", "bob")})["default"]
+    return install_voices(tmp_path, monkeypatch, {DEFAULT_VOICE: ("alice", "bob")})[DEFAULT_VOICE]
 
 
 @pytest.fixture
@@ -114,9 +114,9 @@ def test_outside_summary_on_hand_built_items() -> None:
 
 # ------------------------------------------------------------------------------------ run_bench
 def test_run_bench_on_the_voice_with_the_real_checker(tts) -> None:
-    report = run_bench(3, kinds=("clean", "swap"), asr="never", progress=False, tts=tts, voice_name="default",
+    report = run_bench(3, kinds=("clean", "swap"), asr="never", progress=False, tts=tts, voice_name=DEFAULT_VOICE,
                        sentences=LONG, recognizer=first_sentence_heard, min_seconds=1.0, seed=3)
-    assert (report["source"], report["voice"], report["seed"], report["n_clips"]) == ("voice", "default", 3, 3)
+    assert (report["source"], report["voice"], report["seed"], report["n_clips"]) == ("voice", DEFAULT_VOICE, 3, 3)
     assert report["checker_config"] == "default" and report["checker"]["min_window_score"] == -62.0
     assert report["asr"] == report["checker"]["asr"] == "never"
     assert [c["text"] for c in report["clips"]] == LONG[:3]
@@ -203,7 +203,7 @@ def test_main_voice_errors_are_one_line(voice_dir, capsys, setup: str, needle: s
     if setup == "bad_key":
         (voice_dir / "checker.yaml").write_text("min_windw_score: -80\n")
         write_checksums(voice_dir)
-        voice = "default"
+        voice = DEFAULT_VOICE
     assert main(["--voice", voice, "--n", "2", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "error:" in err and needle in err and "Traceback" not in err
@@ -248,6 +248,6 @@ def test_main_teacher_needs_a_voice_with_natural_teachers(voice_dir, capsys) -> 
     with pytest.raises(SystemExit):
         main(["--teacher", "--n", "2", "--quiet"])
     assert "--teacher needs --voice" in capsys.readouterr().err
-    assert main(["--voice", "default", "--teacher", "--n", "2", "--quiet"]) == 2
+    assert main(["--voice", DEFAULT_VOICE, "--teacher", "--n", "2", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "are not natural teachers" in err and "alice" in err

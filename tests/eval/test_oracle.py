@@ -11,6 +11,7 @@ import soundfile as sf
 from voice_fixtures import FRAMES_PER_TOKEN, HOP, install_voices
 
 import audiopd
+from audiopd.artifacts import DEFAULT_VOICE
 from audiopd.eval.oracle import (
     OracleInputError,
     _decode_system,
@@ -27,7 +28,7 @@ TEXTS = {"a1": "Please call me tomorrow.", "b2": "It was a very good year."}
 
 @pytest.fixture
 def env(tmp_path, monkeypatch) -> Path:
-    install_voices(tmp_path, monkeypatch, {"default": SPEAKERS})
+    install_voices(tmp_path, monkeypatch, {DEFAULT_VOICE: SPEAKERS})
     data = tmp_path / "data"
     rows, utts = [], []
     rng = np.random.default_rng(0)

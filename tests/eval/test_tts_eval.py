@@ -22,6 +22,7 @@ import soundfile as sf
 from voice_fixtures import install_voices
 
 import audiopd
+from audiopd.artifacts import DEFAULT_VOICE
 from audiopd.eval.tts_eval import (
     EvalInputError,
     evaluate,
@@ -39,7 +40,7 @@ needs_flite = pytest.mark.skipif(shutil.which("flite") is None, reason="Debian f
 
 @pytest.fixture
 def voice_env(tmp_path, monkeypatch) -> Path:
-    install_voices(tmp_path, monkeypatch, {"default": SPEAKERS, "partial": ("slt", "zed")})
+    install_voices(tmp_path, monkeypatch, {DEFAULT_VOICE: SPEAKERS, "partial": ("slt", "zed")})
     return tmp_path
 
 
@@ -74,7 +75,7 @@ def pooled_wer(utts: list[dict], speaker: str | None, system: str) -> float:
 def test_end_to_end_with_flite_teacher_and_pocketsphinx(voice_env, tmp_path, capsys) -> None:
     data = write_corpus(tmp_path, flite=True)
     out = tmp_path / "r" / "report.json"
-    rc = main(["--data", str(data), "--voice", "default", "--n", "2", "--modes", "parallel,serial",
+    rc = main(["--data", str(data), "--voice", DEFAULT_VOICE, "--n", "2", "--modes", "parallel,serial",
                "--speakers", "slt", "--steps", "4", "--batch", "2", "--out", str(out), "--asr", "pocketsphinx",
                "--no-mos"])
     assert rc == 0
@@ -114,7 +115,7 @@ def test_main_prints_the_table_and_writes_the_json(voice_env, tmp_path, capsys, 
     assert main(["--data", str(data), "--n", "2", "--modes", "parallel,serial", "--steps", "3", "--batch", "1",
                  "--seed", "5", "--out", str(out), "--asr", "pocketsphinx", "--no-mos"]) == 0
     report = json.loads(out.read_text())
-    assert (report["voice"], report["codec"], report["seed"], report["steps"]) == ("default", "fx", 5, 3)
+    assert (report["voice"], report["codec"], report["seed"], report["steps"]) == (DEFAULT_VOICE, "fx", 5, 3)
     assert report["decoder"] == "fixture"  # the codec's default; --decoder names another
     assert [(r["speaker"], r["system"]) for r in report["rows"]] == [
         (sp, sy) for sp in (*SPEAKERS, "all") for sy in ("teacher", "parallel", "serial")]

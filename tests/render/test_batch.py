@@ -16,6 +16,7 @@ import torch
 from voice_fixtures import expected_samples, install_voices, tiny_voice
 
 import audiopd
+from audiopd.artifacts import DEFAULT_VOICE
 from audiopd.cli import main
 from audiopd.render.batch import RenderOptions, render
 from audiopd.render.inputs import read_rows
@@ -28,7 +29,7 @@ TEXTS = ["Hello there.", "The cat sat on the mat.", "A much longer sentence that
 
 @pytest.fixture
 def artifacts(tmp_path, monkeypatch):
-    install_voices(tmp_path, monkeypatch, {"default": ("slt", "rms")})
+    install_voices(tmp_path, monkeypatch, {DEFAULT_VOICE: ("slt", "rms")})
     torch.set_num_threads(1)
     return tmp_path
 

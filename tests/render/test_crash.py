@@ -19,6 +19,7 @@ import time
 import soundfile as sf
 from voice_fixtures import expected_samples, install_voices
 
+from audiopd.artifacts import DEFAULT_VOICE
 from audiopd.render.manifest import read_manifest, sha256_file
 
 WORDS = ("red green blue quick brown fox jumps over the lazy dog in a small house near the river bank "
@@ -59,7 +60,7 @@ def _assert_consistent(out, texts: dict[str, str]) -> list[dict]:
 
 
 def test_sigkill_at_random_moments_then_resume(tmp_path, monkeypatch):
-    install_voices(tmp_path, monkeypatch, {"default": ("slt", "rms")})
+    install_voices(tmp_path, monkeypatch, {DEFAULT_VOICE: ("slt", "rms")})
     rows = _rows(300)
     texts = {r["id"]: r["text"] for r in rows}
     src = tmp_path / "in.jsonl"

@@ -12,6 +12,7 @@ import json
 import pytest
 from voice_fixtures import install_voices
 
+from audiopd.artifacts import DEFAULT_VOICE
 from audiopd.cli import _load_voice
 from audiopd.render.batch import RenderOptions, render
 from audiopd.render.inputs import read_rows
@@ -28,7 +29,7 @@ def cluster(tmp_path_factory):
     """One local Ray instance for the module (starting one takes seconds)."""
     root = tmp_path_factory.mktemp("ray_render")
     with pytest.MonkeyPatch.context() as mp:
-        install_voices(root, mp, {"default": ("slt", "rms")})
+        install_voices(root, mp, {DEFAULT_VOICE: ("slt", "rms")})
         # Two CPUs at most (CI machines have two cores), no dashboard; the actors find the fixture voice through
         # the AUDIOPD_* variables the engine forwards.
         ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", configure_logging=False)

@@ -17,6 +17,7 @@ import pytest
 from serve_fixtures import VOICES
 from voice_fixtures import tiny_voice
 
+from audiopd.artifacts import DEFAULT_VOICE
 from audiopd.cli import main
 from audiopd.codec.fixture import write_fixture_artifact
 from audiopd.model.voice import save_voice
@@ -25,9 +26,9 @@ from audiopd.serve.server import bind, run
 
 @pytest.fixture
 def artifacts(tmp_path, monkeypatch) -> dict[str, str]:
-    """A tiny voice named ``default`` and its fixture codec on temporary artifact search paths."""
+    """A tiny voice named ``DEFAULT_VOICE`` and its fixture codec on temporary artifact search paths."""
     write_fixture_artifact(tmp_path / "codecs" / "fx")
-    save_voice(tiny_voice(VOICES), tmp_path / "voices" / "default")
+    save_voice(tiny_voice(VOICES), tmp_path / "voices" / DEFAULT_VOICE)
     env = {"AUDIOPD_CODECS_PATH": str(tmp_path / "codecs"), "AUDIOPD_VOICES_PATH": str(tmp_path / "voices")}
     for key, value in env.items():
         monkeypatch.setenv(key, value)
@@ -49,7 +50,7 @@ def test_serve_prints_its_url_answers_and_stops_cleanly(artifacts, sig, inherite
         url = line.split("serving at ")[1].split()[0]
         with urllib.request.urlopen(url + "health", timeout=30) as resp:
             health = json.loads(resp.read())
-        assert health["voice"] == "default" and health["speaker"] == "bob" and health["sample_rate"] == 16000
+        assert health["voice"] == DEFAULT_VOICE and health["speaker"] == "bob" and health["sample_rate"] == 16000
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=30)
     finally:

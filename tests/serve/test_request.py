@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from audiopd.serve.app import voice_label
 from audiopd.serve.request import (
     MAX_HEADER_CHARS,
     RequestError,
@@ -95,11 +94,3 @@ def test_report_header_is_compact_ascii_and_bounded() -> None:
     # Even absurd warnings cannot blow the limit: the core fields survive.
     huge = json.loads(report_header({**_report([]), "warnings": ["w" * 9000]}))
     assert huge["truncated"] and huge["forward_passes"] == 10 and huge["check"]["passed"] is False
-
-
-@pytest.mark.parametrize("spec, speaker, label", [
-    (None, None, "default"), ("slt", "slt", "default"), ("myvoice", None, "myvoice"),
-    ("some/dir/v2", None, "v2"), ("v2:rms", "rms", "v2"), (":rms", "rms", "default"),
-])
-def test_voice_label(spec, speaker, label: str) -> None:
-    assert voice_label(spec, speaker) == label

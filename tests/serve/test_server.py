@@ -16,6 +16,7 @@ from serve_fixtures import SR, TEXT, request
 from voice_fixtures import expected_samples
 
 import audiopd
+from audiopd.artifacts import DEFAULT_VOICE
 from audiopd.errors import AudiopdError
 from audiopd.serve.request import REPORT_HEADER
 from audiopd.serve.server import BackgroundServer
@@ -43,7 +44,7 @@ def test_health_reports_voice_rate_and_version(server) -> None:
     assert reply.status == 200
     health = reply.json()
     assert {k: health[k] for k in ("status", "voice", "speaker", "sample_rate", "version")} == {
-        "status": "ok", "voice": "default", "speaker": "alice", "sample_rate": SR, "version": audiopd.__version__}
+        "status": "ok", "voice": DEFAULT_VOICE, "speaker": "alice", "sample_rate": SR, "version": audiopd.__version__}
     assert {"wav", "pcm", "flac"} <= set(health["formats"])
 
 
