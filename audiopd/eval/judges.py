@@ -39,7 +39,7 @@ import numpy as np
 
 from audiopd.audio import resample
 from audiopd.errors import AudioInputError, AudiopdError
-from audiopd.text.wer import edit_ops, judge_words
+from audiopd.text.wer import count_errors, judge_words
 
 JUDGE_RATE = 16000
 EXTRA_HINT = "pip install 'audiopd[eval]'"
@@ -238,7 +238,7 @@ def wer(reference_text: str, hypothesis_text: str) -> float:
     ref, hyp = judge_words(reference_text), judge_words(hypothesis_text)
     if not ref:
         raise ValueError(f"WER is undefined: the reference {reference_text!r} holds no words")
-    return sum(op != "ok" for op, _, _ in edit_ops(ref, hyp)) / len(ref)
+    return count_errors(ref, hyp) / len(ref)
 
 
 _default: Judges | None = None

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from audiopd.errors import AudiopdError
-from audiopd.text.wer import edit_ops, judge_words
+from audiopd.text.wer import count_errors, judge_words
 
 ASR_CHOICES = ("whisper", "pocketsphinx")
 MOS_KEYS = ("distillmos", "dnsmos_ovrl", "dnsmos_p808")
@@ -178,7 +178,7 @@ class EvalJudge:
         """
         ref = self.words(text) if isinstance(text, str) else list(text)
         hyp = self.words(self.recognize(audio, sample_rate))
-        edits = sum(op != "ok" for op, _, _ in edit_ops(ref, hyp))
+        edits = count_errors(ref, hyp)
         out: dict[str, Any] = {"ref": ref, "hyp": hyp, "edits": edits, "ref_words": len(ref)}
         mos = self.naturalness(audio, sample_rate)
         out.update({k: (round(mos[k], 4) if mos and mos.get(k) is not None else None) for k in MOS_KEYS})

@@ -39,15 +39,59 @@ def text_to_words(text: str) -> list[str]:
 _BARE_TITLES = {"mr": "mister", "mrs": "missus", "ms": "miz", "dr": "doctor", "prof": "professor"}
 
 
+# Contractions a recogniser may write for the full form the text has, or the other way round: "Where is Ravi?" heard
+# as "where's ravi" would be two errors, half of a three-word sentence. A contraction is written out only where the
+# other side holds its full form (``reconcile``), so a real error stays one error either way ("what's out" against
+# "watch out"; "where was" against "where's"). "'s" counts as "is" after a pronoun or question word only.
+_S_SUBJECTS = frozenset({"he", "she", "it", "that", "there", "here", "what", "where", "who", "how", "when", "why"})
+_WHOLE = {"won't": ("will", "not"), "can't": ("can", "not"), "shan't": ("shall", "not"), "let's": ("let", "us"),
+          "i'm": ("i", "am")}
+_SUFFIXES = (("n't", "not"), ("'re", "are"), ("'ll", "will"), ("'ve", "have"), ("'d", "would"))
+
+
+def expansion(word: str) -> tuple[str, str] | None:
+    """The full form of a contracted word ("don't" -> (do, not), "where's" -> (where, is)); None for any other."""
+    if word in _WHOLE:
+        return _WHOLE[word]
+    if word.endswith("'s"):
+        return (word[:-2], "is") if word[:-2] in _S_SUBJECTS else None
+    for suffix, full in _SUFFIXES:
+        if word.endswith(suffix) and len(word) > len(suffix):
+            return word[: -len(suffix)], full
+    return None
+
+
+def reconcile(ref: Sequence[str], hyp: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Both word lists, each contraction written out where the other list holds its full form."""
+
+    def written_out(words: Sequence[str], other: Sequence[str]) -> list[str]:
+        pairs = set(zip(other, other[1:]))
+        out: list[str] = []
+        for w in words:
+            full = expansion(w)
+            out += full if full is not None and full in pairs else (w,)
+        return out
+
+    return written_out(ref, hyp), written_out(hyp, ref)
+
+
+def count_errors(ref: Sequence[str], hyp: Sequence[str]) -> int:
+    """Word edits between two normalised word lists (``judge_words``), contractions reconciled (``reconcile``)."""
+    r, h = reconcile(ref, hyp)
+    return sum(1 for op, _, _ in edit_ops(r, h) if op != "ok")
+
+
 def judge_words(text: str) -> list[str]:
     """The one WER normaliser of every outside judge (Whisper, pocketsphinx) and every evaluation command.
 
     Both reference and hypothesis go through it, so written variants of one spoken form agree:
     ``text_to_words`` (the frontend's ``normalize_text``: "13" -> thirteen, "$5" -> five dollars,
     "Mr." -> mister, "3:30 pm" -> three thirty p m; lower case, punctuation stripped), then bare titles
-    ("mr" -> mister), then British -> American spelling (``audiopd.text.spelling``: "travelled" -> traveled).
+    ("mr" -> mister), then British -> American spelling (``audiopd.text.spelling``: "travelled" -> traveled),
+    then "cannot" -> can not; contractions are left for ``count_errors`` to reconcile with the other side.
     """
-    return americanize(_BARE_TITLES.get(w, w) for w in text_to_words(text))
+    words = americanize(_BARE_TITLES.get(w, w) for w in text_to_words(text))
+    return [part for w in words for part in (("can", "not") if w == "cannot" else (w,))]
 
 
 def edit_ops(ref: Sequence[str], hyp: Sequence[str]) -> list[tuple[str, int, int]]:
@@ -90,8 +134,7 @@ BROKEN_WER = 0.5
 def word_errors(ref: Sequence[str], hyp: Sequence[str]) -> tuple[int, int]:
     """(edit distance, reference length) after normalisation of both word lists."""
     r, h = normalize_words(ref), normalize_words(hyp)
-    edits = sum(1 for op, _, _ in edit_ops(r, h) if op != "ok")
-    return edits, len(r)
+    return count_errors(r, h), len(r)
 
 
 def wer(refs: Sequence[Sequence[str] | str], hyps: Sequence[Sequence[str] | str]) -> float:

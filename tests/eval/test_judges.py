@@ -40,6 +40,21 @@ def test_written_and_spoken_forms_agree(written: str, spoken: str) -> None:
     assert judges.wer(written, spoken) == 0.0
 
 
+def test_a_contraction_is_written_out_only_against_its_full_form() -> None:
+    from audiopd.text.wer import count_errors, expansion, reconcile
+
+    assert [expansion(w) for w in ("it's", "dog's", "isn't", "won't", "we'd", "'re", "cat")] == [
+        ("it", "is"), None, ("is", "not"), ("will", "not"), ("we", "would"), None, None]
+    assert reconcile(["where", "is", "ravi"], ["where's", "robbie"]) == (["where", "is", "ravi"],
+                                                                          ["where", "is", "robbie"])
+    assert count_errors(["watch", "out"], ["what's", "out"]) == 1  # no "what is" on the other side: one word
+    assert judges.wer("Where is Ravi?", "where's ravi") == 0.0  # Whisper contracts; the text need not
+    assert judges.wer("I'm sure it's not here, you can't stay.", "I am sure it is not here, you cannot stay.") == 0.0
+    assert judges.wer("We do not know; they won't.", "we don't know they will not") == 0.0
+    assert judges.wer("where is daniel", "where was daniel") == pytest.approx(1 / 3)  # a real error: one error
+    assert judges.wer("the dog's bone", "the dog is bone") == pytest.approx(2 / 3)  # a possessive is no "is"
+
+
 def test_wer_counts_real_errors() -> None:
     assert judges.wer("the cat sat", "the cat sat down") == pytest.approx(1 / 3)
     assert judges.wer("the cat sat", "a dog") == 1.0
