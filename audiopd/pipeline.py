@@ -136,8 +136,9 @@ class Synthesizer:
 
     @property
     def voice_name(self) -> str:
-        """The voice artifact's name ("joe"); "" for a model that was not loaded from one."""
-        return str(getattr(self.model, "artifact_name", "") or "")
+        """The voice artifact's name ("joe"), what reports, /health and bench call the voice; "" for a model that
+        was not loaded from one."""
+        return getattr(self.model, "artifact_name", "")
 
     @property
     def sample_rate(self) -> int:

@@ -88,6 +88,8 @@ class VoiceModel(nn.Module):
         self.info = info or VoiceInfo(num_codebooks=cfg.num_codebooks, cardinality=cfg.cardinality)
         # The artifact's own checker thresholds (checker.yaml), None for CheckerConfig's defaults.
         self.checker_config: CheckerConfig | None = None
+        # The artifact's directory name ("joe"; set by load_voice), "" for a model built in code.
+        self.artifact_name = ""
         # The artifact's ``training`` record (step, checkpoint, init_from); {} when it has none.
         self.training_record: dict[str, Any] = {}
         self.conditioner = FrameConditioner(cfg)
@@ -166,7 +168,7 @@ def load_voice(name_or_dir: str | Path, *, map_location: str = "cpu") -> VoiceMo
     info = from_dict(VoiceInfo, {k: v for k, v in cfg.items() if k in info_keys}, where=f"{directory}/config.yaml")
     mcfg = from_dict(ModelConfig, cfg.get("model") or {}, where=f"{directory}/config.yaml:model")
     model = VoiceModel(mcfg, info)
-    model.artifact_name = directory.name  # what reports call the voice (/health, bench, compare)
+    model.artifact_name = directory.name
     model.checker_config = _checker_config(directory)
     model.training_record = dict(cfg["training"]) if isinstance(cfg.get("training"), dict) else {}
     weights = directory / "model.safetensors"
