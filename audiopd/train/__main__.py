@@ -1,5 +1,5 @@
 """``python -m audiopd.train --config CONFIG.yaml --shards DIR --out RUN_DIR [--val-shards TEST] [--resume]
-[--init-from SRC] [--max-minutes M] [--device cpu|cuda]``."""
+[--init-from SRC [--map-speakers]] [--max-minutes M] [--device cpu|cuda]``."""
 
 from __future__ import annotations
 
@@ -25,6 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out")
     ap.add_argument("--init-from", default=None, metavar="CKPT_RUN_OR_VOICE",
                     help="start a new run from these weights (fine-tuning): a checkpoint, a run directory or a voice")
+    ap.add_argument("--map-speakers", action="store_true",
+                    help="with --init-from: re-index its speaker tables to the shards' (new speakers start from "
+                         "the mean of the trained ones)")
     ap.add_argument("--max-minutes", type=float, default=None, help="wall-clock budget; checkpoints on stop")
     ap.add_argument("--max-steps", type=int, default=None, help="override config max_steps as a stop (LR unchanged)")
     ap.add_argument("--device", default=None, metavar="DEVICE",
@@ -35,7 +38,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.device is not None:
             cfg = dataclasses.replace(cfg, device=args.device)
         summary = train(cfg, args.shards, args.out, resume=args.resume, max_minutes=args.max_minutes,
-                        max_steps=args.max_steps, init_from=args.init_from, val_shards=args.val_shards)
+                        max_steps=args.max_steps, init_from=args.init_from,
+                        map_speakers=args.map_speakers, val_shards=args.val_shards)
     except AudiopdError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -125,14 +125,16 @@ def load_checkpoint(path: Path, *, model: nn.Module, optimizer: torch.optim.Opti
     return state, rng
 
 
-def initial_weights(source: str | Path, model: dict[str, Any], voices: tuple[str, ...], codec: str
-                    ) -> tuple[dict[str, torch.Tensor], str]:
+def initial_weights(source: str | Path, model: dict[str, Any], voices: tuple[str, ...], codec: str, *,
+                    speaker_map: bool = False) -> tuple[dict[str, torch.Tensor], str]:
     """Weights to start a new run from (fine-tuning), and a description of where they came from.
 
     ``source`` is a checkpoint directory, a run directory (its latest checkpoint) or an exported voice
     (``voices/<name>`` or a directory). Its model config must equal ``model`` (the new run's, as a dict),
     and its speakers and codec must be the new shards', in the same order: a speaker embedding or output
     head trained for other ids or other tokens would start the run from noise that looks like a voice.
+    ``speaker_map`` lifts the speaker rule (never the codec's): the speaker tables are re-indexed by
+    ``map_speakers``, so a one-speaker voice can start a run on a larger speaker table.
     """
     src = Path(source)
     label = f"checkpoint {src}"
@@ -145,18 +147,51 @@ def initial_weights(source: str | Path, model: dict[str, Any], voices: tuple[str
         state = read_state(src)
         theirs, info = state.get("model"), state.get("info") or {}
         their_voices, their_codec = tuple(info.get("voices") or ()), info.get("codec", "")
+        their_teachers = tuple(info.get("teachers") or ())
         weights = load_file(str(src / "model.safetensors"))
         what = f"{label} (step {state['step']})"
     else:
         voice = load_voice(source)  # by name or directory; verifies checksums and version
         theirs, their_voices, their_codec = to_dict(voice.cfg), tuple(voice.info.voices), voice.info.codec
-        weights = voice.state_dict()
+        their_teachers = tuple(voice.info.teachers)
+        weights = {k: v.float() if v.is_floating_point() else v for k, v in voice.state_dict().items()}
         step = voice.training_record.get("step")
         what = f"voice {source}" + (f" (step {step})" if step is not None else "")
+    theirs = dict(theirs or {})
+    if speaker_map and their_voices != tuple(voices):
+        # Only the speaker tables depend on the number of speakers (export.keep_speakers).
+        theirs["num_speakers"] = model.get("num_speakers")
     if theirs != model:
-        diff = sorted(k for k in set(model) | set(theirs or {}) if model.get(k) != (theirs or {}).get(k))
+        diff = sorted(k for k in set(model) | set(theirs) if model.get(k) != theirs.get(k))
         raise ArtifactError(f"{what}: model config differs from the new run's ({', '.join(diff)})")
-    if their_voices != tuple(voices) or their_codec != codec:
+    if their_codec != codec or (their_voices != tuple(voices) and not speaker_map):
         raise ArtifactError(f"{what}: trained on codec {their_codec!r} with speakers {list(their_voices)}; "
                             f"the shards have codec {codec!r} with speakers {list(voices)}")
+    if their_voices != tuple(voices):
+        weights, note = map_speakers(weights, their_voices, their_teachers, tuple(voices))
+        what += f"; speakers {note}"
     return weights, what
+
+
+def map_speakers(weights: dict[str, torch.Tensor], their_voices: tuple[str, ...], their_teachers: tuple[str, ...],
+                 voices: tuple[str, ...]) -> tuple[dict[str, torch.Tensor], str]:
+    """Speaker tables re-indexed to a new run's ``voices`` (a grown or reordered speaker table).
+
+    A new speaker found among the source's (by name or by teacher: ``piper:joe`` is voices/joe's ``joe``) keeps
+    its trained row; one the source never heard starts from the mean of the trained rows, a voice the model
+    already speaks well, rather than from noise. Everything else in the model is shared by all speakers.
+    """
+    n = len(their_voices)
+    tables = [k for k, v in weights.items() if k.endswith("speaker.weight") and v.ndim == 2 and v.shape[0] == n]
+    if not tables or n == 0:
+        raise ArtifactError("map_speakers: the source weights hold no speaker table")
+    known = {name: i for i, name in enumerate(their_voices)}
+    known.update({t: i for i, t in enumerate(their_teachers) if t})
+    src = [known.get(v, known.get(v.rpartition(":")[2], -1)) for v in voices]
+    out = dict(weights)
+    for k in tables:
+        old = weights[k]
+        mean = old.mean(dim=0)
+        out[k] = torch.stack([old[i] if i >= 0 else mean for i in src]).contiguous()
+    kept = [v for v, i in zip(voices, src) if i >= 0]
+    return out, f"kept {', '.join(kept) or 'none'}; others from their mean"

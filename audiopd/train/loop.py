@@ -135,7 +135,7 @@ def _log(path: Path, record: dict[str, Any]) -> None:
 
 def train(cfg: TrainConfig, shards: str | Path | list[str | Path], out: str | Path, *, resume: bool = False,
           max_minutes: float | None = None, max_steps: int | None = None,
-          init_from: str | Path | None = None,
+          init_from: str | Path | None = None, map_speakers: bool = False,
           val_shards: str | Path | list[str | Path] | None = None) -> dict[str, Any]:
     """Train (or resume) into ``out``; returns a summary {step, last losses, stopped, val}.
 
@@ -144,7 +144,8 @@ def train(cfg: TrainConfig, shards: str | Path | list[str | Path], out: str | Pa
 
     ``init_from`` (a checkpoint, run or voice; see ``initial_weights``) starts a new run from those
     weights with a fresh optimizer and LR schedule: fine-tuning on new shards. A resumed run ignores it,
-    since its own checkpoint already holds the fine-tuned weights.
+    since its own checkpoint already holds the fine-tuned weights. ``map_speakers`` lets it start from weights
+    with another speaker table (``checkpoint.map_speakers``: a one-speaker voice grown to the corpus's table).
     """
     t_start = time.monotonic()
     cfg.validate()
@@ -202,7 +203,8 @@ def train(cfg: TrainConfig, shards: str | Path | list[str | Path], out: str | Pa
         elif rank == 0 and out.exists() and (out / "checkpoints" / "LATEST").exists():
             raise ArtifactError(f"{out} already holds a run; pass --resume or choose a new --out")
         if ck is None and init_from is not None:
-            weights, init_note = initial_weights(init_from, to_dict(mcfg), info.voices, info.codec)
+            weights, init_note = initial_weights(init_from, to_dict(mcfg), info.voices, info.codec,
+                                                 speaker_map=map_speakers)
             model.load_state_dict(weights)
         if rank == 0:
             out.mkdir(parents=True, exist_ok=True)

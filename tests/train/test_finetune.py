@@ -164,3 +164,22 @@ def test_train_parts_from_yaml(base_run: Path, shard_dir: Path, tmp_path: Path) 
                        "--init-from", str(base_run)]) == 0
     a, b = _weights(base_run), _weights(tmp_path / "t")
     assert all(torch.equal(a[k], b[k]) for k in a if k.startswith("masked."))
+
+
+def test_map_speakers_grows_and_reorders_the_speaker_table(base_run: Path, tmp_path: Path) -> None:
+    # A voice's speakers a, b start a run whose table is (c, b, a): b and a keep their rows, c starts from their
+    # mean; nothing else changes. Without map_speakers the same start is refused (above).
+    d = tmp_path / "grown"
+    write_shard(d / "s0.safetensors", make_utterances(24, 0), dataclasses.replace(META, voices=("c", "b", "a")))
+    out = tmp_path / "mapped"
+    train(tiny_train_config(max_steps=0), d, out, init_from=export_voice(base_run, tmp_path / "v"),
+          map_speakers=True)
+    a, b = _weights(base_run), _weights(out)
+    tables = [k for k in a if k.endswith("speaker.weight")]
+    assert len(tables) == 2 and a.keys() == b.keys()
+    for k in tables:
+        assert torch.equal(b[k][1], a[k][1]) and torch.equal(b[k][2], a[k][0])
+        assert torch.allclose(b[k][0], a[k].mean(dim=0))
+    assert all(torch.equal(a[k], b[k]) for k in a if k not in tables)
+    init = [r for r in _records(out) if r.get("event") == "init"][0]["from"]
+    assert "speakers kept b, a; others from their mean" in init
