@@ -3,8 +3,9 @@
     python -m audiopd.eval.oracle --data data --voice voices/default [--n 40] [--speakers slt,rms] \
         [--systems teacher,codec,fine,gt_dur_parallel,gt_dur_serial,parallel,serial] [--out report.json]
 
-The held-out token shard (``DATA/tokens/<codec>/test-*.safetensors``, recipes/corpus stage 06: held-out
-sentences analysed and encoded by the corpus codec, never trained on) holds, per utterance, the phoneme
+The held-out token shard (``DATA/tokens/<codec>/test-*.safetensors``, or ``dev-*`` with ``--split dev``:
+recipes/corpus stage 06 or recipes/natural stage 04, held-out sentences encoded by the corpus codec, never
+trained on; a natural corpus names its speakers by teacher, matched to the voice's by its recorded teachers) holds, per utterance, the phoneme
 ids, the frames per phoneme and the codec tokens of the teacher recording. Each system below keeps
 some of that ground truth and lets the model produce the rest; the step from one row to the next is
 the WER that one stage of the voice costs:
@@ -82,8 +83,9 @@ def _decode_system(system: str, tts, utt, speaker: int, seed: int) -> np.ndarray
 
 def evaluate(tts, data: str | Path, *, n: int = 40, speakers: Sequence[str] | None = None,
              systems: Sequence[str] = SYSTEMS, seed: int = 0, recognizer: Recognizer | None = None,
-             log: Callable[[str], None] | None = None, judge: judging.EvalJudge | None = None) -> dict[str, Any]:
-    """WER per speaker and system (see the module doc); returns a JSON-able report."""
+             log: Callable[[str], None] | None = None, judge: judging.EvalJudge | None = None,
+             split: str = "test") -> dict[str, Any]:
+    """WER per speaker and system (see the module doc) on the ``split`` token shard; returns a JSON-able report."""
     from audiopd.audio import read_audio
     from audiopd.text.wer import wer
     from audiopd.train.shards import Shard, find_shards
@@ -96,11 +98,17 @@ def evaluate(tts, data: str | Path, *, n: int = 40, speakers: Sequence[str] | No
         raise OracleInputError(f"n must be >= 1, got {n}")
     data = Path(data)
     shard_dir = data / "tokens" / tts.codec.name
-    paths = [p for p in find_shards(shard_dir) if p.name.startswith("test-")] if shard_dir.is_dir() else []
+    if split not in ("dev", "test"):
+        raise OracleInputError(f"split must be dev or test, got {split!r}")
+    paths = [p for p in find_shards(shard_dir) if p.name.startswith(f"{split}-")] if shard_dir.is_dir() else []
     if not paths:
-        raise OracleInputError(f"no held-out token shard (test-*.safetensors) in {shard_dir}: run recipes/corpus stage 06")
+        raise OracleInputError(f"no held-out token shard ({split}-*.safetensors) in {shard_dir}: run the corpus's "
+                               "token stage (recipes/corpus stage 06, recipes/natural stage 04)")
     texts = {(r["voice"], r["id"]): (r["text"], r["wav"]) for r in read_manifest(data)}
     voices = list(tts.voices)
+    info = tts.model.info
+    # The natural corpus names speakers by teacher (kokoro:af_heart), a voice by person (heart): both map here.
+    corpus_name = {sp: info.teacher(sp) for sp in voices}
     speakers = list(speakers) if speakers else voices
     unknown = [s for s in speakers if s not in voices]
     if unknown:
@@ -110,11 +118,14 @@ def evaluate(tts, data: str | Path, *, n: int = 40, speakers: Sequence[str] | No
     picked: dict[str, list] = {s: [] for s in speakers}
     for path in paths:
         shard = Shard(path)
-        if shard.meta.voices and list(shard.meta.voices) != voices:
-            raise OracleInputError(f"{path}: speakers {list(shard.meta.voices)} differ from the voice's {voices}")
+        table = list(shard.meta.voices) or voices
+        by_corpus = {corpus_name[sp]: sp for sp in voices if corpus_name[sp] in table}
+        if not by_corpus:
+            raise OracleInputError(f"{path}: speakers {table} hold none of the voice's {voices} "
+                                   f"(teachers {[corpus_name[sp] for sp in voices]})")
         for i in range(len(shard)):
             u = shard.utterance(i)
-            sp = voices[u.speaker]
+            sp = by_corpus.get(table[u.speaker]) if u.speaker < len(table) else None
             if sp in picked and len(picked[sp]) < n:
                 picked[sp].append(u)
     t0 = time.perf_counter()
@@ -123,7 +134,7 @@ def evaluate(tts, data: str | Path, *, n: int = 40, speakers: Sequence[str] | No
         for system in systems:
             refs, hyps, scores = [], [], []
             for u in picked[sp]:
-                text, wav = texts[(sp, u.utt_id.split("/", 1)[1])]
+                text, wav = texts[(corpus_name[sp], u.utt_id.split("/", 1)[1])]
                 if system == "teacher":
                     audio, rate = read_audio(data / wav)
                 else:
@@ -143,7 +154,7 @@ def evaluate(tts, data: str | Path, *, n: int = 40, speakers: Sequence[str] | No
         rows.append({"speaker": "all", "system": system, "n": len(mine),
                      "wer": round(100 * wer([u["ref"] for u in mine], [u["hyp"] for u in mine]), 2) if mine else None,
                      **judging.mos_means(mine)})
-    return {"data": str(data), "codec": tts.codec.name, "n": n, "seed": seed, "speakers": speakers,
+    return {"data": str(data), "split": split, "codec": tts.codec.name, "n": n, "seed": seed, "speakers": speakers,
             "systems": list(systems), "rows": rows, "utterances": utts, "judge": judge.describe(),
             "wall_s": round(time.perf_counter() - t0, 2)}
 
@@ -173,6 +184,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--speakers", default=None, help="comma-separated speakers (default: all)")
     ap.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated systems")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--split", default="test", choices=("dev", "test"),
+                    help="the held-out token shard to read (dev-* or test-*; default: test)")
     ap.add_argument("--out", default=None, help="write the JSON report here")
     judging.add_arguments(ap)
     args = ap.parse_args(argv)
@@ -182,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         judge = judging.from_args(args)
         tts = audiopd.load(args.voice)
         report = evaluate(tts, args.data, n=args.n, speakers=_csv(args.speakers) if args.speakers else None,
-                          systems=_csv(args.systems), seed=args.seed, judge=judge,
+                          systems=_csv(args.systems), seed=args.seed, judge=judge, split=args.split,
                           log=lambda m: print(m, file=sys.stderr, flush=True))
     except AudiopdError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -126,3 +126,30 @@ def test_naturalness_rows_and_tables(env) -> None:
     table = markdown_table(report, "distillmos")
     assert table.splitlines()[0] == "| speaker (distillmos) | n | teacher | codec |"
     assert "| all | 2 | 4.00 | 2.00 |" in table
+
+
+def test_dev_split_and_a_corpus_speaker_table(env) -> None:
+    # A natural corpus's shard carries its own speaker table (every teacher of the corpus, in its order): each
+    # utterance is matched to the voice's speaker by name, whatever its index there.
+    from audiopd.train.shards import Shard
+
+    test = Shard(env / "tokens" / "fx" / "test-000.safetensors")
+    table = ("other", "rms", "slt")
+    utts = []
+    for i in range(len(test)):
+        u = test.utterance(i)
+        utts.append(Utterance(utt_id=u.utt_id, speaker=table.index(SPEAKERS[u.speaker]), phonemes=u.phonemes,
+                              durations=u.durations, codes=u.codes))
+    meta = ShardMeta(codec="fx", sample_rate=16000, frame_rate=100.0, num_codebooks=4, cardinality=64,
+                     inventory_version=str(INVENTORY_VERSION), voices=table)
+    write_shard(env / "tokens" / "fx" / "dev-000.safetensors", utts[:3], meta)
+    tts = audiopd.load()
+    report = evaluate(tts, env, systems=["codec"], split="dev", recognizer=lambda a, r: "please call me tomorrow")
+    assert report["split"] == "dev"
+    by = {r["speaker"]: r["n"] for r in report["rows"]}
+    assert by == {"slt": 2, "rms": 1, "all": 3}
+    # The codec row decodes the ground-truth tokens of the right utterance for each speaker.
+    assert [u["id"] for u in report["utterances"]] == sorted([u.utt_id for u in utts[:3]],
+                                                            key=lambda x: (SPEAKERS.index(x.split("/")[0]),))
+    with pytest.raises(OracleInputError, match="split must be"):
+        evaluate(tts, env, systems=["teacher"], split="train")
