@@ -136,11 +136,21 @@ class VoiceModel(nn.Module):
         return {"conditioner": n(self.conditioner), "masked": n(self.masked), "serial": n(self.serial)}
 
 
-def save_voice(model: VoiceModel, directory: str | Path, *, extra: dict[str, Any] | None = None) -> Path:
-    """Write a voice artifact directory (config.yaml + model.safetensors + SHA256SUMS)."""
+# Weight dtypes a voice may ship in. float16 halves what each export adds to every clone; the loader widens
+# to the model's float32, so inference is unchanged apart from the rounding (voices/README.md, "Weights in git").
+WEIGHT_DTYPES = {"float32": torch.float32, "float16": torch.float16}
+
+
+def save_voice(model: VoiceModel, directory: str | Path, *, extra: dict[str, Any] | None = None,
+               dtype: str = "float32") -> Path:
+    """Write a voice artifact directory (config.yaml + model.safetensors + SHA256SUMS); floating-point
+    weights are stored as ``dtype`` (``WEIGHT_DTYPES``)."""
+    if dtype not in WEIGHT_DTYPES:
+        raise ArtifactError(f"weight dtype {dtype!r} not supported (choose from {', '.join(WEIGHT_DTYPES)})")
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    state = {k: (v.to(WEIGHT_DTYPES[dtype]) if v.is_floating_point() else v).detach().cpu().contiguous()
+             for k, v in model.state_dict().items()}
     with atomic_path(directory / "model.safetensors") as tmp:
         save_file(state, str(tmp), metadata={"format_version": str(VOICE_FORMAT_VERSION)})
     info = to_dict(model.info)
@@ -176,6 +186,10 @@ def load_voice(name_or_dir: str | Path, *, map_location: str = "cpu") -> VoiceMo
         raise ArtifactError(f"{directory}: model.safetensors is missing")
     try:
         state = load_file(str(weights), device=map_location)
+        odd = sorted({str(v.dtype) for v in state.values() if v.is_floating_point()}
+                     - {str(t) for t in WEIGHT_DTYPES.values()})
+        if odd:
+            raise ArtifactError(f"{directory}: weights in {', '.join(odd)}; a voice ships float32 or float16")
         missing, unexpected = model.load_state_dict(state, strict=False)
     except (RuntimeError, OSError, ValueError) as exc:  # shape mismatch or unreadable file
         raise ArtifactError(f"{directory}: weights do not match the config ({str(exc).splitlines()[0]})") from None

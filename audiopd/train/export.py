@@ -106,12 +106,14 @@ def keep_speakers(state: dict[str, torch.Tensor], info: VoiceInfo, mcfg: ModelCo
 
 
 def export_voice(source: str | Path, out_dir: str | Path, *, checker: str | Path | None = None,
-                 codec: str | Path | None = None, speakers: tuple[str, ...] | None = None) -> Path:
+                 codec: str | Path | None = None, speakers: tuple[str, ...] | None = None,
+                 dtype: str = "float32") -> Path:
     """``source``: a run directory (its latest checkpoint) or one checkpoint directory.
 
     ``checker``: a YAML file of CheckerConfig fields to ship as the voice's ``checker.yaml``.
     ``codec``: the codec artifact (name or directory) whose fingerprint the voice records (``stamp_codec``).
     ``speakers``: ship only these speakers (``keep_speakers``); None ships all of the run's.
+    ``dtype``: how the weights are stored (``float16`` halves the artifact; the loader widens them).
     """
     source = Path(source)
     ck = source if (source / "state.json").is_file() else latest_checkpoint(source)
@@ -140,7 +142,7 @@ def export_voice(source: str | Path, out_dir: str | Path, *, checker: str | Path
     trained = {"step": state["step"], "checkpoint": ck.name}
     if state.get("init_from"):  # a fine-tuning run: its steps count from the weights it started with
         trained["init_from"] = state["init_from"]
-    return save_voice(model, out_dir, extra=trained)
+    return save_voice(model, out_dir, extra=trained, dtype=dtype)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -152,10 +154,13 @@ def main(argv: list[str] | None = None) -> int:
                                                   "(default: the one the voice names)")
     ap.add_argument("--speakers", default=None, metavar="NAME,...",
                     help="ship only these speakers, by name or teacher (default: all of the run's)")
+    ap.add_argument("--dtype", default="float32", choices=("float32", "float16"),
+                    help="weights' storage type (default float32; float16 halves the artifact)")
     args = ap.parse_args(argv)
     speakers = None if args.speakers is None else tuple(s.strip() for s in args.speakers.split(",") if s.strip())
     try:
-        path = export_voice(args.source, args.out, checker=args.checker, codec=args.codec, speakers=speakers)
+        path = export_voice(args.source, args.out, checker=args.checker, codec=args.codec, speakers=speakers,
+                            dtype=args.dtype)
     except AudiopdError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

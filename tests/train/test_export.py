@@ -171,3 +171,26 @@ def test_export_ships_only_the_named_speakers(tmp_path: Path) -> None:
         export_voice(tmp_path / "run", tmp_path / "x", speakers=("amy",))
     with pytest.raises(ArtifactError, match="twice"):
         export_voice(tmp_path / "run", tmp_path / "x", speakers=("joe", "piper:joe"))
+
+
+def test_float16_export_halves_the_weights_and_loads_as_float32(voice_dir: Path, tmp_path: Path) -> None:
+    from safetensors.torch import load_file, save_file
+
+    from audiopd import artifacts
+
+    half = export_voice(tmp_path / "run", tmp_path / "half", dtype="float16")
+    stored = load_file(str(half / "model.safetensors"))
+    assert {v.dtype for v in stored.values() if v.is_floating_point()} == {torch.float16}
+    full_size, half_size = ((d / "model.safetensors").stat().st_size for d in (voice_dir, half))
+    assert half_size < 0.6 * full_size
+    a, b = load_voice(voice_dir).state_dict(), load_voice(half).state_dict()
+    for k in a:
+        assert b[k].dtype == a[k].dtype and torch.allclose(a[k], b[k], rtol=1e-3, atol=1e-4), k
+    # Any other storage type is refused by name, not half-loaded.
+    odd = {k: (v.to(torch.bfloat16) if v.is_floating_point() else v) for k, v in stored.items()}
+    save_file(odd, str(half / "model.safetensors"))
+    artifacts.write_checksums(half)
+    with pytest.raises(ArtifactError, match="bfloat16"):
+        load_voice(half)
+    with pytest.raises(ArtifactError, match="dtype"):
+        export_voice(tmp_path / "run", tmp_path / "x", dtype="int8")
