@@ -99,13 +99,14 @@ def block_local_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, window:
 
 
 class Attention(nn.Module):
-    def __init__(self, d_model: int, n_heads: int, dropout: float) -> None:
+    # No dropout on the attention weights: it sends PyTorch's CPU attention down its unfused path, ~6x slower
+    # at T = 1,200 frames (CHANGELOG, 2026-12-06); the blocks' residual and feed-forward dropout regularise.
+    def __init__(self, d_model: int, n_heads: int) -> None:
         super().__init__()
         self.n_heads = n_heads
         self.head_dim = d_model // n_heads
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.out = nn.Linear(d_model, d_model)
-        self.dropout = dropout
 
     def forward(self, x: Tensor, cos: Tensor, sin: Tensor, mask: Tensor | None,
                 cache: KVCache | None = None, layer: int = 0, window: int = 0) -> Tensor:
@@ -123,8 +124,7 @@ class Attention(nn.Module):
         if window > 0:
             y = block_local_attention(q, k, v, mask, window)
         else:
-            p = self.dropout if self.training else 0.0
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         return self.out(y.transpose(1, 2).reshape(b, t, -1))
 
 
@@ -132,7 +132,7 @@ class Block(nn.Module):
     def __init__(self, d_model: int, n_heads: int, ff_mult: int, dropout: float) -> None:
         super().__init__()
         self.ln1 = nn.LayerNorm(d_model)
-        self.attn = Attention(d_model, n_heads, dropout)
+        self.attn = Attention(d_model, n_heads)
         self.ln2 = nn.LayerNorm(d_model)
         self.ff = nn.Sequential(
             nn.Linear(d_model, ff_mult * d_model), nn.GELU(), nn.Linear(ff_mult * d_model, d_model)
