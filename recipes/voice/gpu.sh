@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# One lent-GPU call (issue 43): continue the natural voice from its last shipped weights on a natural corpus's
+# token shards, export it and leave it under OUT; the run's optimizer state stays on the machine.
+# Usage: recipes/voice/gpu.sh TOKENS OUT
+#   TOKENS  the corpus's token folder, DATA/tokens/mel22k (recipes/natural stage 04: train-* and dev-* shards)
+#   OUT     where the exported voice (OUT/voice, float16) and the training log (OUT/log.jsonl) go
+#   env: INIT (weights to start from; default voices/natural, else voices/joe), CONF (default
+#        conf/kokoro_gpu.yaml), DEVICE (default cuda), MAX_MINUTES (training's wall-clock cap, default 7),
+#        MAX_STEPS (a shorter stop, for a smoke test), SPEAKERS (exported speakers; default heart and adam)
+# On a lent machine (the device tool), from the repository root, inside one call of <= 9 minutes:
+#   recipes/voice/gpu.sh path/to/tokens/mel22k "$OUT"
+# then, here: copy OUT/voice over voices/natural if its dev figures improve (recipes/voice/README.md).
+# Without a GPU, the CPU schedule in the background (a 2-core machine, ~2.5 s a step):
+#   DEVICE=cpu CONF=recipes/voice/conf/kokoro.yaml MAX_MINUTES=110 nohup nice recipes/voice/gpu.sh TOKENS OUT &
+set -euo pipefail
+TOKENS="${1:?usage: gpu.sh TOKENS OUT}"
+OUT="${2:?usage: gpu.sh TOKENS OUT}"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$HERE/../.."
+PY="${PYTHON:-python3}"
+export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
+INIT="${INIT:-$([ -d "$REPO/voices/natural" ] && echo "$REPO/voices/natural" || echo "$REPO/voices/joe")}"
+RUN="$(mktemp -d)/run"
+mkdir -p "$OUT"
+shopt -s nullglob
+TRAIN=("$TOKENS"/train-*.safetensors)
+DEV=("$TOKENS"/dev-*.safetensors)
+[ ${#TRAIN[@]} -gt 0 ] || { echo "error: no train-*.safetensors in $TOKENS" >&2; exit 2; }
+[ ${#DEV[@]} -gt 0 ] || { echo "error: no dev-*.safetensors in $TOKENS" >&2; exit 2; }
+
+echo "== train from $INIT"
+"$PY" -m audiopd.train --config "${CONF:-$HERE/conf/kokoro_gpu.yaml}" --device "${DEVICE:-cuda}" \
+  --init-from "$INIT" --map-speakers --shards "${TRAIN[@]}" --val-shards "${DEV[@]}" --out "$RUN" \
+  --max-minutes "${MAX_MINUTES:-7}" ${MAX_STEPS:+--max-steps "$MAX_STEPS"}
+cp "$RUN/log.jsonl" "$OUT/log.jsonl"
+
+echo "== export -> $OUT/voice"
+"$PY" -m audiopd.train.export "$RUN" "$OUT/voice" --speakers "${SPEAKERS:-kokoro:af_heart,kokoro:am_adam}" \
+  --codec "$REPO/codecs/mel22k" --checker "$HERE/conf/checker_natural.yaml" --dtype float16
