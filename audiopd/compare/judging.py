@@ -114,7 +114,7 @@ def checker_for(tts) -> Verdict:
     Parallel and serial clips are checked after synthesis (their wall time is the decoding alone); a custom
     checker on the Synthesizer (tests) is used as is, the default one with the voice's own thresholds.
     """
-    from audiopd.render.report import verdict_to_dict
+    from audiopd.synthesis.report import verdict_to_dict
 
     custom = getattr(tts, "checker", None)
     if custom is not None:

@@ -8,7 +8,7 @@ piece instead of one waiting for the other's whole text. The model and the check
 decoders are not thread-safe, hence one worker. On a CPU a masked pass costs the same per frame batched
 or not (shared/FACTS.md: batch 8 = 8.5x batch 1), so decoding piece by piece loses nothing to batching.
 
-Pieces are joined as audiopd.render.join joins chunks (a Hann fade at each inner edge, then a pause),
+Pieces are joined as audiopd.synthesis.join joins chunks (a Hann fade at each inner edge, then a pause),
 so streamed audio is the same, sample for sample, as the whole response.
 """
 
@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from audiopd.errors import NothingToSpeakError
-from audiopd.render.join import _ramp
-from audiopd.render.timestamps import WordTime
+from audiopd.synthesis.join import _ramp
+from audiopd.synthesis.timestamps import WordTime
 
 if TYPE_CHECKING:
     from audiopd.pipeline import Synthesizer

@@ -9,7 +9,7 @@ import torch
 
 from audiopd.model.config import ModelConfig
 from audiopd.model.voice import VoiceModel
-from audiopd.render.cost import (
+from audiopd.synthesis.cost import (
     PARALLEL,
     SERIAL,
     CostModel,

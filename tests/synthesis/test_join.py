@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from audiopd.render.join import JoinConfig, join_chunks, max_jump
+from audiopd.synthesis.join import JoinConfig, join_chunks, max_jump
 
 SR = 16000
 
