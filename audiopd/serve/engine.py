@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from audiopd.errors import NothingToSpeakError
-from audiopd.synthesis.join import _ramp
+from audiopd.synthesis.join import fade_edges
 from audiopd.synthesis.timestamps import WordTime
 
 if TYPE_CHECKING:
@@ -197,11 +197,7 @@ class Engine:
         """Fades and leading pause as join_chunks applies them; -> (audio, seconds before the speech)."""
         cfg = self.synth.config.join
         part = np.asarray(audio, dtype=np.float32).reshape(-1).copy()
-        n = min(int(round(cfg.fade_s * sample_rate)), part.size // 2)
-        if n and not first:
-            part[:n] *= _ramp(n)
-        if n and not last:
-            part[-n:] *= _ramp(n)[::-1]
+        fade_edges(part, int(round(cfg.fade_s * sample_rate)), fade_in=not first, fade_out=not last)
         if first:
             return part, 0.0
         pause = int(round(cfg.pause_s * sample_rate))
