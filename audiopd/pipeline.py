@@ -72,7 +72,7 @@ class SynthesisConfig:
     max_batch: int = 8
     max_batch_frames: int = 8000
     # Parallel and auto modes batch only chunks at least (1 - this) as long as the batch's longest: a masked pass
-    # costs the same per frame batched or not on a CPU (shared/FACTS.md: batch 8 = 8.5x batch 1), so padding is
+    # costs the same per frame batched or not on a CPU (samples/measured.md: batch 8 = 8.5x batch 1), so padding is
     # pure loss there (a 20 s text's 11.9 s and 7.9 s chunks, padded together, cost 20% more frames). Serial
     # mode batches any lengths: its cached steps cost about the same for one item as for eight.
     max_padding: float = 0.1

@@ -3,7 +3,7 @@
 A ``Judge`` turns (audio, sample rate, reference text) into ``Scores``: DistillMOS, DNSMOS (P.835 overall and
 P.808) and an ASR word error rate (a fraction: 0.05 = 5%) with the hypothesis it came from. The real one wraps
 ``audiopd.eval.judges`` (the ``eval`` extra: Whisper tiny.en via faster-whisper, DistillMOS, DNSMOS; see
-shared/FACTS.md for their costs); fast tests build a deterministic fake in code. ``asr="pocketsphinx"`` swaps
+samples/measured.md for their costs); fast tests build a deterministic fake in code. ``asr="pocketsphinx"`` swaps
 Whisper for the bundled recogniser (no extra needed for the words, but the naturalness judges still are).
 
 The checker's verdict is not a judge: it is audiopd's own (``checker_for``), applied as ``audiopd check`` does.

@@ -6,7 +6,7 @@ to a single worker thread. So the first sentence can be sent while the next is d
 ran out of time or lost its client stops at the next piece, and two requests share the worker piece by
 piece instead of one waiting for the other's whole text. The model and the checker's PocketSphinx
 decoders are not thread-safe, hence one worker. On a CPU a masked pass costs the same per frame batched
-or not (shared/FACTS.md: batch 8 = 8.5x batch 1), so decoding piece by piece loses nothing to batching.
+or not (samples/measured.md: batch 8 = 8.5x batch 1), so decoding piece by piece loses nothing to batching.
 
 Pieces are joined as audiopd.synthesis.join joins chunks (a Hann fade at each inner edge, then a pause),
 so streamed audio is the same, sample for sample, as the whole response.
