@@ -154,7 +154,7 @@ def _load_voice(spec: str | None, **load_kwargs):
 def cmd_say(args: argparse.Namespace) -> int:
     from audiopd.audio import FORMATS
     from audiopd.fileio import write_text_atomic
-    from audiopd.render.timestamps import timestamp_format, write_timestamps
+    from audiopd.synthesis.timestamps import timestamp_format, write_timestamps
 
     # Validate everything cheap before loading a voice, and write nothing until synthesis succeeded.
     to_stdout = args.output == "-"
@@ -175,7 +175,7 @@ def cmd_say(args: argparse.Namespace) -> int:
         check_writable_dir(target.parent)
     text = _read_text(args.text)
 
-    from audiopd.render.report import report_json
+    from audiopd.synthesis.report import report_json
 
     with _stdout_to_stderr(to_stdout) as stdout:
         tts, speaker = _load_voice(args.voice, decoder=args.decoder)
@@ -254,7 +254,7 @@ def _check_args(p: argparse.ArgumentParser) -> None:
 def cmd_check(args: argparse.Namespace) -> int:
     import audiopd
     from audiopd.audio import read_audio
-    from audiopd.render.report import report_json, verdict_to_dict
+    from audiopd.synthesis.report import report_json, verdict_to_dict
     from audiopd.text import phonemize
 
     phonemize(args.text)  # unspeakable reference text is bad input (exit 2), not a failed check
@@ -302,7 +302,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 # ----------------------------------------------------------------------------------------- render
 def _render_args(p: argparse.ArgumentParser) -> None:
-    from audiopd.render.batch import add_arguments  # torch-free, so --help stays light
+    from audiopd.batch.driver import add_arguments  # torch-free, so --help stays light
 
     add_arguments(p)
 
@@ -310,7 +310,7 @@ def _render_args(p: argparse.ArgumentParser) -> None:
 @subcommand("render", help="batch-render a .txt/.csv/.tsv/.jsonl file of utterances into OUTDIR with a "
             "resumable manifest (exit 0 all ok, 1 some rows failed, 2 bad arguments)", args=_render_args)
 def cmd_render(args: argparse.Namespace) -> int:
-    from audiopd.render.batch import run_command
+    from audiopd.batch.driver import run_command
 
     return run_command(args, _load_voice)
 

@@ -6,10 +6,10 @@
 
 Text is cut into chunks at sentence boundaries (audiopd.text.chunk_text), each chunk is phonemised,
 conditioned (durations predicted once, shared by both decoders) and decoded; chunks are joined with
-short faded pauses (audiopd.render.join). Chunks of one request, or of a whole ``synthesize_batch``
+short faded pauses (audiopd.synthesis.join). Chunks of one request, or of a whole ``synthesize_batch``
 call, are decoded together in padded model batches grouped by length. ``mode="auto"`` checks every
-chunk and escalates only the failing ones (audiopd.render.auto); the report lists every attempt.
-audiopd.render.result turns each text's chunks into its ``Result`` (joined audio, word times, report).
+chunk and escalates only the failing ones (audiopd.synthesis.auto); the report lists every attempt.
+audiopd.synthesis.result turns each text's chunks into its ``Result`` (joined audio, word times, report).
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ from audiopd.codec.base import Codec
 from audiopd.decoding.parallel import ParallelConfig
 from audiopd.decoding.serial import SerialConfig
 from audiopd.errors import ArtifactError, AudiopdError, NothingToSpeakError
-from audiopd.render.auto import MODES, AutoConfig, Checker, Item, Renderer
-from audiopd.render.cost import CostModel, calibrate
-from audiopd.render.join import JoinConfig
-from audiopd.render.report import report_json  # noqa: F401  (re-exported for callers of the facade)
-from audiopd.render.result import Result, assemble_result
+from audiopd.synthesis.auto import MODES, AutoConfig, Checker, Item, Renderer
+from audiopd.synthesis.cost import CostModel, calibrate
+from audiopd.synthesis.join import JoinConfig
+from audiopd.synthesis.report import report_json  # noqa: F401  (re-exported for callers of the facade)
+from audiopd.synthesis.result import Result, assemble_result
 
 if TYPE_CHECKING:
     from audiopd.checker.config import CheckerConfig
@@ -72,7 +72,7 @@ class SynthesisConfig:
     max_batch: int = 8
     max_batch_frames: int = 8000
     # Parallel and auto modes batch only chunks at least (1 - this) as long as the batch's longest: a masked pass
-    # costs the same per frame batched or not on a CPU (shared/FACTS.md: batch 8 = 8.5x batch 1), so padding is
+    # costs the same per frame batched or not on a CPU (samples/measured.md: batch 8 = 8.5x batch 1), so padding is
     # pure loss there (a 20 s text's 11.9 s and 7.9 s chunks, padded together, cost 20% more frames). Serial
     # mode batches any lengths: its cached steps cost about the same for one item as for eight.
     max_padding: float = 0.1

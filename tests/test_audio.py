@@ -53,8 +53,8 @@ def test_audio_bytes_hold_to_pcm16_samples_in_wav_and_flac(tmp_path) -> None:
     import soundfile as sf
 
     from audiopd.audio import audio_bytes, to_pcm16
+    from audiopd.batch.worker import encode_audio
     from audiopd.compare.run import write_clip
-    from audiopd.render.worker import encode_audio
     from audiopd.serve import openai_api
 
     x = np.random.default_rng(1).uniform(-1.2, 1.2, 3000).astype(np.float32)

@@ -2,7 +2,7 @@
 
 Slow tier: it times whole syntheses, so it is a measurement with a wide margin, not a unit test. The fast
 tier holds the pieces: the refusal of the 3,000-letter word (tests/test_pipeline.py) and the escalation
-budget and its shared floor (tests/render/test_auto.py).
+budget and its shared floor (tests/synthesis/test_auto.py).
 """
 
 from __future__ import annotations

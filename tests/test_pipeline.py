@@ -27,7 +27,7 @@ from audiopd.codec.fixture import write_fixture_artifact
 from audiopd.errors import ArtifactError, NothingToSpeakError
 from audiopd.model.voice import save_voice
 from audiopd.pipeline import SynthesisConfig, SynthesisOptionError, Synthesizer
-from audiopd.render.join import JoinConfig
+from audiopd.synthesis.join import JoinConfig
 from audiopd.text import phonemize
 
 SR = 16000

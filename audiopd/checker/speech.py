@@ -7,7 +7,7 @@ Both show up as stretches of very poor per-frame acoustic score, or as loud "sil
 
 Free recognition catches what alignment can miss: runs of reference words nobody heard (skips,
 truncation) and runs of extra words (repeats). Isolated substitutions are ignored, since
-PocketSphinx makes many on clean flite speech (7-22% WER, FACTS.md).
+PocketSphinx makes many on clean synthetic speech (~13-23% WER, samples/measured.md).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Both use the US-English acoustic model, dictionary and language model bundled in the PyPI wheel
 (``pocketsphinx.get_model_path()``), so nothing is downloaded at run time.
 
-Choices and why (figures measured on flite audio, see /work/shared/FACTS.md):
+Choices and why (measured on flite audio; the recogniser's cost and accuracy: samples/measured.md):
 
 - ``bestpath=False``: with the default settings about 10% of alignments fail with "Failed to stop
   utterance processing" (upstream issue #339); without the best-path lattice pass all 300 tried

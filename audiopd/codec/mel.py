@@ -3,7 +3,7 @@
 Why this shape. world16k's round trip took natural speech from DistillMOS 4.24 to 2.30 (issue 22): WORLD itself
 loses up to 1.5 points on some voices and the quantiser fitted on flite loses the rest. The mel that HiFi-GAN V1
 ``universal`` was trained on (Kong et al. 2020; 80 bins, n_fft 1024, hop 256, 22.05 kHz, fmax 8 kHz, slaney filters,
-natural-log magnitude) resynthesises Kokoro af_heart at 4.58 and Piper joe at 4.21 (``../shared/FACTS.md``). So a
+natural-log magnitude) resynthesises Kokoro af_heart at 4.58 and Piper joe at 4.21 (``samples/measured.md``). So a
 token is one residual-VQ code (SoundStream's RVQ, Zeghidour et al. 2021) of one such frame, ~86.1 frames/s, fitted
 by k-means on natural speech (``recipes/codec``), and any vocoder of that mel decodes it:
 

@@ -8,7 +8,7 @@ is checked before the file is read, and the file (a torch pickle) is read with `
 (tensors only, no code runs). The package's ``models.py`` is loaded by path, not by importing the package, whose
 ``__init__`` imports torchaudio and librosa only for its own analysis; and its ``Synthesiser.__call__`` returns int16
 of ``x * 32768`` (which wraps at full scale), so the generator is called directly for float output
-(``../shared/FACTS.md``).
+(``samples/measured.md``).
 
 ``fast``: ``FastVocoder``, Vocos's design (Siuzdak 2023, "Vocos: closing the gap between time-domain and Fourier-based
 neural vocoders"): ConvNeXt blocks at frame rate, a head to the STFT of every frame, and an inverse STFT, so no

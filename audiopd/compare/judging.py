@@ -3,7 +3,7 @@
 A ``Judge`` turns (audio, sample rate, reference text) into ``Scores``: DistillMOS, DNSMOS (P.835 overall and
 P.808) and an ASR word error rate (a fraction: 0.05 = 5%) with the hypothesis it came from. The real one wraps
 ``audiopd.eval.judges`` (the ``eval`` extra: Whisper tiny.en via faster-whisper, DistillMOS, DNSMOS; see
-shared/FACTS.md for their costs); fast tests build a deterministic fake in code. ``asr="pocketsphinx"`` swaps
+samples/measured.md for their costs); fast tests build a deterministic fake in code. ``asr="pocketsphinx"`` swaps
 Whisper for the bundled recogniser (no extra needed for the words, but the naturalness judges still are).
 
 The checker's verdict is not a judge: it is audiopd's own (``checker_for``), applied as ``audiopd check`` does.
@@ -114,7 +114,7 @@ def checker_for(tts) -> Verdict:
     Parallel and serial clips are checked after synthesis (their wall time is the decoding alone); a custom
     checker on the Synthesizer (tests) is used as is, the default one with the voice's own thresholds.
     """
-    from audiopd.render.report import verdict_to_dict
+    from audiopd.synthesis.report import verdict_to_dict
 
     custom = getattr(tts, "checker", None)
     if custom is not None:

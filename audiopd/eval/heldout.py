@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from audiopd.errors import AudiopdError
-from audiopd.render.join import JoinConfig
+from audiopd.synthesis.join import JoinConfig
 
 
 class EvalInputError(AudiopdError, ValueError):

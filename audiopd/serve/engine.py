@@ -6,9 +6,9 @@ to a single worker thread. So the first sentence can be sent while the next is d
 ran out of time or lost its client stops at the next piece, and two requests share the worker piece by
 piece instead of one waiting for the other's whole text. The model and the checker's PocketSphinx
 decoders are not thread-safe, hence one worker. On a CPU a masked pass costs the same per frame batched
-or not (shared/FACTS.md: batch 8 = 8.5x batch 1), so decoding piece by piece loses nothing to batching.
+or not (samples/measured.md: batch 8 = 8.5x batch 1), so decoding piece by piece loses nothing to batching.
 
-Pieces are joined as audiopd.render.join joins chunks (a Hann fade at each inner edge, then a pause),
+Pieces are joined as audiopd.synthesis.join joins chunks (a Hann fade at each inner edge, then a pause),
 so streamed audio is the same, sample for sample, as the whole response.
 """
 
@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from audiopd.errors import NothingToSpeakError
-from audiopd.render.join import _ramp
-from audiopd.render.timestamps import WordTime
+from audiopd.synthesis.join import fade_edges
+from audiopd.synthesis.timestamps import WordTime
 
 if TYPE_CHECKING:
     from audiopd.pipeline import Synthesizer
@@ -197,11 +197,7 @@ class Engine:
         """Fades and leading pause as join_chunks applies them; -> (audio, seconds before the speech)."""
         cfg = self.synth.config.join
         part = np.asarray(audio, dtype=np.float32).reshape(-1).copy()
-        n = min(int(round(cfg.fade_s * sample_rate)), part.size // 2)
-        if n and not first:
-            part[:n] *= _ramp(n)
-        if n and not last:
-            part[-n:] *= _ramp(n)[::-1]
+        fade_edges(part, int(round(cfg.fade_s * sample_rate)), fade_in=not first, fade_out=not last)
         if first:
             return part, 0.0
         pause = int(round(cfg.pause_s * sample_rate))

@@ -23,7 +23,7 @@ DEFAULT_MAX_CHARS = 5000
 # A request body is a small JSON object; 5000 characters of text need at most ~30 KB even if every
 # character is a \uXXXX escape. 1 MiB leaves room for any sane --max-chars and refuses floods.
 DEFAULT_MAX_BODY_BYTES = 1 << 20
-# Same choices as `audiopd say --mode` (audiopd.render.auto.MODES, which imports torch).
+# Same choices as `audiopd say --mode` (audiopd.synthesis.auto.MODES, which imports torch).
 MODES = ("auto", "parallel", "serial")
 FORMATS = ("wav", "json")
 REPORT_HEADER = "X-Audiopd-Report"

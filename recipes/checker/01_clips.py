@@ -8,7 +8,7 @@ kal16), the shipped voice's own parallel output (its four speakers), Piper joe, 
 ``--kokoro-every``-th sentence. Labels are the frontend's intended phones (stress dropped), what CTC needs.
 Shards of ``--shard`` clips are written atomically and skipped when present: rerun to resume.
 
-    python recipes/checker/01_clips.py --data /work/data/checker --natural /work/data/natural
+    python recipes/checker/01_clips.py --data DATA --natural DATA/natural
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Checkpoints (model + AdamW moments, safetensors; the step and schedule in JSON) 
 at the end; rerunning continues from the last one. Clips whose id hashes into the last 3% are held out and
 scored by greedy phone error rate at every save.
 
-    python recipes/checker/02_train.py --data /work/data/checker --minutes 45 --threads 2
+    python recipes/checker/02_train.py --data DATA --minutes 45 --threads 2
 """
 
 from __future__ import annotations

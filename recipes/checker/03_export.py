@@ -1,6 +1,6 @@
 """Stage 03: export stage 02's last checkpoint as the shipped recogniser artifact (checkers/<name>/).
 
-    python recipes/checker/03_export.py --data /work/data/checker --out checkers/phones16k
+    python recipes/checker/03_export.py --data DATA --out checkers/phones16k
 """
 
 from __future__ import annotations

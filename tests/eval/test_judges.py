@@ -141,7 +141,7 @@ def test_naturalness_of_flite_and_noise(flite_clip) -> None:
     j = Judges(threads=1)
     speech = j.naturalness(audio, rate)
     assert set(speech) == {"distillmos", "dnsmos_ovrl", "dnsmos_p808"}
-    # flite scores ~2.9 DistillMOS (FACTS.md: flite voices 3.0-3.3 on longer sentences).
+    # flite scores ~2.9 DistillMOS (samples/measured.md: flite voices 3.0-3.3 on longer sentences).
     assert 2.0 <= speech["distillmos"] <= 4.0
     assert all(1.0 <= v <= 5.0 for v in speech.values())
     noise = j.naturalness(np.random.default_rng(0).normal(0, 0.3, audio.size).astype(np.float32), rate)

@@ -280,7 +280,7 @@ def test_auto_summary_counts_escalations_fallbacks_and_broken_passes() -> None:
 def test_join_speaks_passages_and_joins_the_teacher_recordings(voice_env, tmp_path) -> None:
     """--join 2: one passage per speaker, its text the two sentences, its teacher audio both recordings."""
     from audiopd.eval.tts_eval import TEACHER_PAUSE_S
-    from audiopd.render.join import JoinConfig
+    from audiopd.synthesis.join import JoinConfig
 
     assert TEACHER_PAUSE_S == JoinConfig().pause_s
     data = write_corpus(tmp_path, flite=False)

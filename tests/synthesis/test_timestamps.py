@@ -8,7 +8,7 @@ import re
 import pytest
 
 from audiopd.errors import AudiopdError
-from audiopd.render.timestamps import (
+from audiopd.synthesis.timestamps import (
     WordTime,
     group_cues,
     timestamp_format,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from audiopd.render.join import JoinConfig, join_chunks, max_jump
+from audiopd.synthesis.join import JoinConfig, fade_edges, join_chunks, max_jump
 
 SR = 16000
 
@@ -58,6 +58,25 @@ def test_crossfade_overlaps_the_ramps() -> None:
     assert starts == [0, 1000 - n] and out.size == 2000 - n
     # Complementary Hann ramps over a constant sum to about one: no dip, no bump.
     assert np.allclose(out, 1.0, atol=0.05)
+
+
+def test_pieces_faded_one_by_one_and_paused_equal_the_joined_signal() -> None:
+    # The server streams sentence by sentence with fade_edges and a leading pause: it must be join_chunks' audio.
+    cfg = JoinConfig()
+    chunks = _worst_cases()
+    joined, _ = join_chunks(chunks, SR, cfg)
+    pieces = []
+    for i, chunk in enumerate(chunks):
+        part = chunk.copy()
+        fade_edges(part, round(cfg.fade_s * SR), fade_in=i > 0, fade_out=i < len(chunks) - 1)
+        pieces.append(part if i == 0 else np.concatenate([np.zeros(round(cfg.pause_s * SR), np.float32), part]))
+    assert np.array_equal(np.concatenate(pieces), joined)
+
+
+def test_fade_edges_leaves_a_short_part_half_ramped_and_says_how_long() -> None:
+    part = np.ones(10, np.float32)
+    assert fade_edges(part, 160, fade_in=True, fade_out=False) == 5
+    assert np.all(np.diff(part[:5]) > 0) and part[4] < 1.0 and np.all(part[5:] == 1.0)
 
 
 def test_single_chunk_is_unchanged_and_empty_list_is_empty() -> None:

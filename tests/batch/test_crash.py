@@ -20,7 +20,7 @@ import soundfile as sf
 from voice_fixtures import expected_samples, install_voices
 
 from audiopd.artifacts import DEFAULT_VOICE
-from audiopd.render.manifest import read_manifest, sha256_file
+from audiopd.batch.manifest import read_manifest, sha256_file
 
 WORDS = ("red green blue quick brown fox jumps over the lazy dog in a small house near the river bank "
          "every morning light").split()

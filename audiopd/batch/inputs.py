@@ -28,7 +28,7 @@ from audiopd.errors import AudiopdError, NothingToSpeakError
 
 FORMATS = ("txt", "csv", "tsv", "jsonl")
 FIELDS = ("id", "text", "voice", "mode", "steps", "seed", "speed")
-MODES = ("auto", "parallel", "serial")  # the facade's (audiopd.render.auto.MODES), kept torch-free here
+MODES = ("auto", "parallel", "serial")  # the facade's (audiopd.synthesis.auto.MODES), kept torch-free here
 SPEED_RANGE = (0.25, 4.0)  # the facade's (audiopd.pipeline.SPEED_RANGE)
 # Room for the extension and the temporary-file prefix/suffix within the usual 255-byte name limit.
 MAX_ID_BYTES = 200

@@ -1,4 +1,4 @@
-"""`audiopd render` end to end on the tiny fixture voice: files, manifest, exit codes, resume (audiopd.render.batch).
+"""`audiopd render` end to end on the tiny fixture voice: files, manifest, exit codes, resume (audiopd.batch.driver).
 
 The fixture voice's duration predictor is pinned (voice_fixtures.FRAMES_PER_TOKEN), so every row's length is
 known in advance; parallel mode keeps the checker (pocketsphinx) out of the fast tier, and one test injects a
@@ -17,11 +17,11 @@ from voice_fixtures import expected_samples, install_voices, tiny_voice
 
 import audiopd
 from audiopd.artifacts import DEFAULT_VOICE
+from audiopd.batch.driver import RenderOptions, render
+from audiopd.batch.inputs import read_rows
+from audiopd.batch.manifest import read_manifest, sha256_file
+from audiopd.batch.worker import Settings, plan
 from audiopd.cli import main
-from audiopd.render.batch import RenderOptions, render
-from audiopd.render.inputs import read_rows
-from audiopd.render.manifest import read_manifest, sha256_file
-from audiopd.render.worker import Settings, plan
 
 TEXTS = ["Hello there.", "The cat sat on the mat.", "A much longer sentence that goes on for a while.",
          "Short one.", "Birds sing in the early morning light."]

@@ -1,6 +1,6 @@
 """`--engine ray` on a local Ray instance the test starts and stops: the same rows, statuses and audio as local.
 
-Both engines render the same deterministic plan (audiopd.render.worker.plan) with the same seeds, so ids,
+Both engines render the same deterministic plan (audiopd.batch.worker.plan) with the same seeds, so ids,
 statuses, sample counts (and here even the bytes) agree. Ray is the optional `ray` extra (in `dev`).
 """
 
@@ -13,10 +13,10 @@ import pytest
 from voice_fixtures import install_voices
 
 from audiopd.artifacts import DEFAULT_VOICE
+from audiopd.batch.driver import RenderOptions, render
+from audiopd.batch.inputs import read_rows
+from audiopd.batch.manifest import read_manifest
 from audiopd.cli import _load_voice
-from audiopd.render.batch import RenderOptions, render
-from audiopd.render.inputs import read_rows
-from audiopd.render.manifest import read_manifest
 
 ray = pytest.importorskip("ray", reason="the `ray` extra is not installed")
 

@@ -1,4 +1,4 @@
-"""Reading render inputs: formats, ids, bad rows, duplicates, shards (audiopd.render.inputs)."""
+"""Reading render inputs: formats, ids, bad rows, duplicates, shards (audiopd.batch.inputs)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from audiopd.render.inputs import InputError, id_problem, parse_shard, read_rows, select_shard
+from audiopd.batch.inputs import InputError, id_problem, parse_shard, read_rows, select_shard
 
 
 def write(tmp_path, name, text):

@@ -2,7 +2,7 @@
 
 The facade (``audiopd.pipeline``) decodes the chunks of every text in a call together; this module turns one
 text's chunks back into what the caller gets: the delivered attempt of each chunk joined with pauses
-(``audiopd.render.join``), word timestamps shifted to where each chunk starts, and the report that says which
+(``audiopd.synthesis.join``), word timestamps shifted to where each chunk starts, and the report that says which
 mode and path delivered, what it cost and what the check found (one verdict for the whole text).
 """
 
@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from audiopd.render.join import JoinConfig, join_chunks
-from audiopd.render.timestamps import WordTime, word_times
+from audiopd.synthesis.join import JoinConfig, join_chunks
+from audiopd.synthesis.timestamps import WordTime, word_times
 
 if TYPE_CHECKING:
-    from audiopd.render.auto import Item
+    from audiopd.synthesis.auto import Item
 
 
 @dataclass

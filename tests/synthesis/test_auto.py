@@ -20,7 +20,7 @@ from audiopd.decoding.parallel import ParallelConfig
 from audiopd.decoding.serial import SerialConfig
 from audiopd.model.config import ModelConfig
 from audiopd.model.voice import VoiceModel
-from audiopd.render.auto import (
+from audiopd.synthesis.auto import (
     FULL,
     REPAIR,
     AutoConfig,
@@ -31,8 +31,8 @@ from audiopd.render.auto import (
     select,
     span_frames,
 )
-from audiopd.render.cost import PARALLEL, SERIAL, CostModel
-from audiopd.render.report import verdict_to_dict
+from audiopd.synthesis.cost import PARALLEL, SERIAL, CostModel
+from audiopd.synthesis.report import verdict_to_dict
 
 P, S = PARALLEL, SERIAL
 # No escalation budget: these tests script the whole ladder on a model whose passes take microseconds.
@@ -282,8 +282,8 @@ def test_decoded_audio_is_peak_limited_not_clipped() -> None:
 
     from audiopd.decoding.parallel import ParallelConfig
     from audiopd.decoding.serial import SerialConfig
-    from audiopd.render.auto import PEAK_LIMIT, AutoConfig, Renderer
-    from audiopd.render.cost import CostModel
+    from audiopd.synthesis.auto import PEAK_LIMIT, AutoConfig, Renderer
+    from audiopd.synthesis.cost import CostModel
 
     class LoudCodec:
         sample_rate, frame_rate = 16000, 100.0

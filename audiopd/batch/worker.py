@@ -7,7 +7,7 @@ options, so every engine (in-process, worker processes, Ray actors) renders exac
 same seeds and gets the same audio.
 
 A ``Worker`` loads the voice once and turns a ``Batch`` into encoded files plus the facts the manifest needs;
-the driver (audiopd.render.batch) alone writes to OUTDIR, so crash safety lives in one place.
+the driver (audiopd.batch.driver) alone writes to OUTDIR, so crash safety lives in one place.
 
 The engines (``run_local``: this process or local worker processes; ``run_ray``: a Ray cluster) yield
 ``(batch, results)`` as batches finish, in any order, with one voice load per worker. Ray follows its actor-pool
@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from audiopd.batch.inputs import Row
 from audiopd.errors import AudiopdError
-from audiopd.render.inputs import Row
 
 AUDIO_FORMATS = {"wav": "WAV", "flac": "FLAC"}
 # Rows per synthesize_batch call: several decoder batches (SynthesisConfig.max_batch = 8), so the facade can

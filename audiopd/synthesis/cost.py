@@ -4,7 +4,7 @@ Why a model at all: on a CPU a full bidirectional pass costs about linearly in f
 a KV-cached serial step costs about the same for any length and grows slowly with the batch. So for
 one utterance K parallel passes beat T serial steps by roughly (cached step) / (K x per-frame pass
 cost), whatever the length, while a batch can tip the balance to serial (a d256, full-attention model on
-this machine: serial wins at batch 8, shared/FACTS.md "Decoding cost"; the shipped voice, smaller and
+a 2-core CPU: serial wins at batch 8, samples/measured.md "Decoding cost"; the shipped voice, smaller and
 block-local, stays faster in parallel there: samples/report.md). On a GPU a pass costs about the same for
 any T and the balance moves again, which is why the figures are *measured* (``calibrate``) rather than
 assumed.

@@ -9,7 +9,7 @@ import torch
 
 from audiopd.model.config import ModelConfig
 from audiopd.model.voice import VoiceModel
-from audiopd.render.cost import (
+from audiopd.synthesis.cost import (
     PARALLEL,
     SERIAL,
     CostModel,
@@ -33,7 +33,7 @@ def test_estimates_follow_the_cost_terms() -> None:
 @pytest.mark.parametrize(
     "frames, batch, steps, fine, expected",
     [
-        (400, 1, 8, 7, PARALLEL),  # one utterance: K passes beat T cached steps (shared/FACTS.md)
+        (400, 1, 8, 7, PARALLEL),  # one utterance: K passes beat T cached steps (samples/measured.md)
         (100, 1, 8, 7, PARALLEL),
         (1500, 1, 8, 7, PARALLEL),  # ... whatever its length on a CPU
         (400, 8, 8, 7, SERIAL),  # a batch of 8 with K=8 and one pass per fine level: serial wins
@@ -62,7 +62,7 @@ def test_choice_is_monotonic_in_batch() -> None:
 
 
 def test_the_facts_table_reproduces_the_measured_choice() -> None:
-    # The 2-thread figures of shared/FACTS.md (d 256, T 400): 34.5 / 292 ms per pass, 2.24 / 4.88 ms per step.
+    # The 2-thread figures of samples/measured.md (d 256, T 400): 34.5 / 292 ms per pass, 2.24 / 4.88 ms per step.
     per_frame = (292.0 - 34.5) / (400 * 8 - 400)
     fixed = 34.5 - 400 * per_frame
     step_item = (4.88 - 2.24) / 7

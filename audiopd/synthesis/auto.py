@@ -13,7 +13,7 @@ first and more only where the checker finds a problem:
 
 Every attempt is checked and recorded; each item gets the best attempt (a passing one, else the
 highest verdict score), and an item that never passed is delivered with its failing verdict, never
-silently. When the cost model (``audiopd.render.cost``) says serial is cheaper for the workload (big
+silently. When the cost model (``audiopd.synthesis.cost``) says serial is cheaper for the workload (big
 batches on a CPU), the ladder starts with serial and escalates to parallel repair / more steps.
 An optional deadline stops escalation when the next stage's predicted cost would overrun it.
 
@@ -38,8 +38,8 @@ from audiopd.decoding.refine import fine_level_groups
 from audiopd.decoding.serial import SerialConfig, decode_serial
 from audiopd.errors import AudiopdError
 from audiopd.model.encoder import FrameCondition
-from audiopd.render.cost import PARALLEL, SERIAL, CostModel, choose_path, estimate_parallel_s, estimate_serial_s
-from audiopd.render.report import verdict_to_dict
+from audiopd.synthesis.cost import PARALLEL, SERIAL, CostModel, choose_path, estimate_parallel_s, estimate_serial_s
+from audiopd.synthesis.report import verdict_to_dict
 
 FULL = "full"
 REPAIR = "repair"

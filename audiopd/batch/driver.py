@@ -1,8 +1,8 @@
 """``audiopd render``: many rows -> ``OUTDIR/<id>.<ext>`` + ``OUTDIR/manifest.jsonl``, resumable.
 
-The driver: it reads the previous manifest (audiopd.render.manifest), skips rows already rendered (same
+The driver: it reads the previous manifest (audiopd.batch.manifest), skips rows already rendered (same
 request, file matching its sha256), records bad rows as "error" lines, plans the rest into batches
-(audiopd.render.worker.plan), has an engine render them (``run_local`` / ``run_ray`` there) and writes each
+(audiopd.batch.worker.plan), has an engine render them (``run_local`` / ``run_ray`` there) and writes each
 finished row durably, then its manifest line. Progress goes to stderr (a tqdm bar on a terminal, plain lines
 otherwise); ``render`` returns a ``Summary``. The command's arguments and handler live here too (cli.py only
 registers them); this module stays torch-free at import so ``audiopd render --help`` is quick.
@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from audiopd.artifacts import VOICE_HELP
+from audiopd.batch.inputs import (FORMATS, MODES, SPEED_RANGE, InputError, Row, parse_shard, read_rows,
+                                   select_shard)
+from audiopd.batch.manifest import MANIFEST, Manifest, ManifestError, remove_temp_files, write_durable
+from audiopd.batch.worker import (AUDIO_FORMATS, ENGINES, ROWS_PER_CALL, Loader, Settings, Worker, plan,
+                                   row_settings, run_local, run_ray)
 from audiopd.checker.config import CHECK_LEVELS
 from audiopd.errors import AudiopdError
-from audiopd.render.inputs import (FORMATS, MODES, SPEED_RANGE, InputError, Row, parse_shard, read_rows,
-                                   select_shard)
-from audiopd.render.manifest import MANIFEST, Manifest, ManifestError, remove_temp_files, write_durable
-from audiopd.render.worker import (AUDIO_FORMATS, ENGINES, ROWS_PER_CALL, Loader, Settings, Worker, plan,
-                                   row_settings, run_local, run_ray)
 
 DEFAULT_DECODER = "default"
 EXIT_OK, EXIT_ROW_ERRORS = 0, 1

@@ -1,4 +1,4 @@
-"""The render directory's crash-safe writes and manifest (audiopd.render.manifest)."""
+"""The render directory's crash-safe writes and manifest (audiopd.batch.manifest)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from audiopd.render.manifest import (Manifest, ManifestError, read_manifest, remove_temp_files, sha256_file,
+from audiopd.batch.manifest import (Manifest, ManifestError, read_manifest, remove_temp_files, sha256_file,
                                      write_durable)
 
 

@@ -38,6 +38,20 @@ def _ramp(n: int) -> np.ndarray:
     return (0.5 - 0.5 * np.cos(np.pi * x)).astype(np.float32)
 
 
+def fade_edges(part: np.ndarray, fade: int, *, fade_in: bool, fade_out: bool) -> int:
+    """Ramp ``part``'s start in and/or its end out, in place, over ``fade`` samples (at most half the part each).
+
+    Returns the ramp length used. The server shapes each streamed sentence with this too, so streamed audio
+    matches ``join_chunks`` sample for sample.
+    """
+    n = min(fade, part.size // 2)
+    if n and fade_in:
+        part[:n] *= _ramp(n)
+    if n and fade_out:
+        part[-n:] *= _ramp(n)[::-1]
+    return n
+
+
 def join_chunks(chunks: Sequence[np.ndarray], sample_rate: int,
                 config: JoinConfig | None = None) -> tuple[np.ndarray, list[int]]:
     """Join 1-D float chunks; returns (audio, start sample of each chunk in the output).
@@ -59,11 +73,7 @@ def join_chunks(chunks: Sequence[np.ndarray], sample_rate: int,
     shaped = []
     for i, part in enumerate(parts):
         part = part.copy()
-        n = min(fade, part.size // 2)
-        if n and i > 0:
-            part[:n] *= _ramp(n)
-        if n and i < len(parts) - 1:
-            part[-n:] *= _ramp(n)[::-1]
+        n = fade_edges(part, fade, fade_in=i > 0, fade_out=i < len(parts) - 1)
         shaped.append((part, n))
     # Crossfade when there is no pause: the incoming ramp overlaps the outgoing one.
     starts: list[int] = []

@@ -1,1 +1,0 @@
-"""audiopd.render"""
