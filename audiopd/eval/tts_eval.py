@@ -1,6 +1,6 @@
 """Quality evaluation of a voice: ASR word error rate on held-out sentences, teacher vs parallel vs serial.
 
-    python -m audiopd.eval.tts_eval --data data --voice default --n 40 [--modes parallel,serial] \
+    python -m audiopd.eval.tts_eval --data data --voice joe --n 40 [--modes parallel,serial] \
         [--steps K] [--speakers slt,rms] [--batch 8] [--seed 0] [--join J] [--out report.json] \
         [--asr whisper|pocketsphinx] [--no-mos] [--no-dnsmos] [--judge-cache FILE] [--peers kokoro:af_heart,piper:joe] \
         [--decoder hq|fast]
@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from audiopd.artifacts import DEFAULT_VOICE
 from audiopd.codec.registry import add_decoder_argument
 from audiopd.errors import AudiopdError
 from audiopd.eval import judging
@@ -280,7 +281,7 @@ def _csv(text: str) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m audiopd.eval.tts_eval", description=__doc__.splitlines()[0])
     p.add_argument("--data", default="data", help="corpus root holding corpus/manifest.jsonl (default: data)")
-    p.add_argument("--voice", default=None, help="shipped voice name or a path like ./myvoice (default: default)")
+    p.add_argument("--voice", default=None, help=f"shipped voice name or a path like ./myvoice (default: {DEFAULT_VOICE})")
     add_decoder_argument(p)
     p.add_argument("--n", type=int, default=40, help="held-out sentences per speaker (default: 40)")
     p.add_argument("--modes", default="parallel,serial", help="comma-separated of parallel, serial, auto")

@@ -375,3 +375,12 @@ def test_the_natural_corpus_layout_is_read_too(tmp_path) -> None:
     (tmp_path / "corpus").mkdir()
     (tmp_path / "corpus" / "manifest.jsonl").write_text(json.dumps({**row, "voice": "slt"}) + "\n")
     assert [r["voice"] for r in read_manifest(tmp_path)] == ["slt"]
+
+
+def test_help_names_the_default_voice_by_its_value(capsys) -> None:
+    try:
+        rc = main(["--help"])
+    except SystemExit as exc:  # argparse's --help
+        rc = exc.code
+    out = " ".join(capsys.readouterr().out.split())  # argparse wraps lines at the terminal's width
+    assert rc == 0 and f"./myvoice (default: {DEFAULT_VOICE})" in out and "(default: default)" not in out
