@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from audiopd import check  # noqa: F401  (the facade's check; torch-free, lives in audiopd/__init__)
+from audiopd import timing
 from audiopd.artifacts import DEFAULT_VOICE
 from audiopd.codec.base import Codec
 from audiopd.decoding.parallel import ParallelConfig
@@ -178,10 +179,13 @@ class Synthesizer:
         seed = secrets.randbelow(2**31) if seed is None else int(seed)
         speaker = self._speaker(voice)
         checker, checking, warnings, checker_kind = self._resolve_checker(mode, check, check_level)
-        per_text = [[Item(text=c, ids=ph.ids, speaker=speaker, words=tuple((w.word, w.start, w.end) for w in ph.words))
-                     for c, ph in self._prepare(t)] for t in texts]
+        with timing.span(timing.FRONTEND):
+            per_text = [[Item(text=c, ids=ph.ids, speaker=speaker,
+                              words=tuple((w.word, w.start, w.end) for w in ph.words))
+                         for c, ph in self._prepare(t)] for t in texts]
         items = [it for chunk_items in per_text for it in chunk_items]
-        self._predict_durations(items, speed)
+        with timing.span(timing.DURATIONS):
+            self._predict_durations(items, speed)
         renderer = Renderer(self.model, self.codec, parallel=self.config.parallel, serial=self.config.serial,
                             auto=self.config.auto, cost=self.cost, checker=checker)
         deadline = None if time_budget_s is None else t_start + time_budget_s
@@ -189,7 +193,8 @@ class Synthesizer:
         total_frames = max(1, sum(it.frames for it in items))
         for g, group in enumerate(self._groups(items, None if mode == "serial" else self.config.max_padding)):
             members = [items[i] for i in group]
-            cond = self._condition(members)
+            with timing.span(timing.CONDITION):
+                cond = self._condition(members)
             out = renderer.render_group(members, cond, mode=mode, steps=steps, seed=seed, group=g,
                                         checking=checking, deadline=deadline,
                                         floor_share=sum(it.frames for it in members) / total_frames)

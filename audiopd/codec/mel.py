@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from audiopd import timing
 from audiopd.codec.base import Codec
 from audiopd.codec.mel_config import FAST, HQ, MelCodecConfig, mel_basis
 from audiopd.config import from_dict
@@ -145,7 +146,9 @@ class MelCodec(Codec):
         self._vocoder(name)  # load now: a broken install fails at load time, not at the first sentence
 
     def _decode(self, codes: np.ndarray) -> np.ndarray:
-        return self.vocode(np.stack([self.decode_mel(c) for c in codes], axis=0))
+        with timing.span(timing.CODEC_LOOKUP):
+            mel = np.stack([self.decode_mel(c) for c in codes], axis=0)
+        return self.vocode(mel)
 
 
 def unknown_decoder(codec: Codec, name: object) -> str:

@@ -18,6 +18,9 @@ a noise spectrum, from which ``audiopd.codec.harmonic`` draws the magnitude and 
 With ``phase_iters`` > 0 the synthesis keeps the predicted magnitude and refines the head's phase by that many fast
 Griffin-Lim iterations (``audiopd.codec.phase``): a few more STFT round trips at frame rate. With ``sharpen`` > 1 the
 magnitude first goes through ``audiopd.codec.postfilter`` (harmonics over noise, the mel kept).
+
+Each of these parts is marked with an ``audiopd.timing`` span (a no-op unless a caller collects), so
+``audiopd bench --stages`` can say what each part costs in the decoding users run.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from audiopd import timing
 from audiopd.artifacts import sha256_file
 from audiopd.codec.mel_config import FastVocoderConfig, MelCodecConfig, mel_basis
 from audiopd.codec.harmonic import f0_from_logit, harmonic_magnitude, harmonic_phase
@@ -48,7 +52,7 @@ class _Runner:
         self.hop = hop
 
     def __call__(self, mel: np.ndarray) -> np.ndarray:
-        with torch.inference_mode():
+        with torch.inference_mode(), timing.span(timing.CODEC_VOCODER):  # the parts inside record their own spans
             y = self.module(torch.from_numpy(np.ascontiguousarray(mel, dtype=np.float32)).transpose(1, 2))
         y = y.reshape(mel.shape[0], -1)[:, : mel.shape[1] * self.hop]
         return y.numpy().astype(np.float32)
@@ -145,10 +149,11 @@ class FastVocoder(nn.Module):
 
     def features(self, mel: torch.Tensor) -> torch.Tensor:
         """The head's output ``[B, outputs, T]``."""
-        x = self.norm(self.embed(mel).transpose(1, 2)).transpose(1, 2)
-        for block in self.blocks:
-            x = block(x)
-        return self.head(self.final_norm(x.transpose(1, 2))).transpose(1, 2)
+        with timing.span(timing.CODEC_NET):
+            x = self.norm(self.embed(mel).transpose(1, 2)).transpose(1, 2)
+            for block in self.blocks:
+                x = block(x)
+            return self.head(self.final_norm(x.transpose(1, 2))).transpose(1, 2)
 
     def harmonic_params(self, mel: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """The harmonic head's ``(f0 [B, T] Hz, voicing logit [B, T], envelope, noise [B, bins, T])``."""
@@ -160,11 +165,13 @@ class FastVocoder(nn.Module):
 
     def harmonic_spectrum(self, mel: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The harmonic head's complex STFT (its magnitude, the harmonics' phase) with its F0 and voicing logit."""
-        f0, voicing, envelope, noise = self.harmonic_params(mel)
-        mag = harmonic_magnitude(f0, torch.sigmoid(voicing), envelope, noise, n_fft=self.n_fft,
-                                 sample_rate=self.sample_rate)
-        phase = harmonic_phase(f0, bins=mag.shape[1], n_fft=self.n_fft, hop=self.hop, sample_rate=self.sample_rate)
-        return mag * phase, f0, voicing
+        with timing.span(timing.CODEC_HARMONIC):  # less the net inside it, which records its own span
+            f0, voicing, envelope, noise = self.harmonic_params(mel)
+            mag = harmonic_magnitude(f0, torch.sigmoid(voicing), envelope, noise, n_fft=self.n_fft,
+                                     sample_rate=self.sample_rate)
+            phase = harmonic_phase(f0, bins=mag.shape[1], n_fft=self.n_fft, hop=self.hop,
+                                   sample_rate=self.sample_rate)
+            return mag * phase, f0, voicing
 
     def spectrum(self, mel: torch.Tensor) -> torch.Tensor:
         """Complex STFT ``[B, n_fft // 2 + 1, T]`` predicted from ``mel``."""
@@ -177,7 +184,8 @@ class FastVocoder(nn.Module):
 
     def waveform(self, spec: torch.Tensor) -> torch.Tensor:
         """Complex STFT ``[B, bins, T]`` -> audio ``[B, T * hop]``."""
-        return istft(with_closing_frame(spec), self.n_fft, self.hop, self.window, spec.shape[-1] * self.hop)
+        with timing.span(timing.CODEC_ISTFT):
+            return istft(with_closing_frame(spec), self.n_fft, self.hop, self.window, spec.shape[-1] * self.hop)
 
     def synthesize(self, spec: torch.Tensor) -> torch.Tensor:
         """Complex STFT ``[B, bins, T]`` -> audio ``[B, T * hop]`` as the codec decodes: its magnitude with the phase
@@ -189,10 +197,11 @@ class FastVocoder(nn.Module):
             return self.waveform(spec)
         spec = with_closing_frame(spec)
         mag, length = spec.abs(), (spec.shape[-1] - 1) * self.hop
-        with torch.no_grad():
+        with torch.no_grad(), timing.span(timing.CODEC_PHASE):
             phase = fgla_phase(mag, unit(spec), n_fft=self.n_fft, hop=self.hop, iters=self.phase_iters,
                                momentum=self.phase_momentum, length=length, window=self.window)
-        return istft(scale(phase, mag), self.n_fft, self.hop, self.window, length)
+        with timing.span(timing.CODEC_ISTFT):
+            return istft(scale(phase, mag), self.n_fft, self.hop, self.window, length)
 
     def decode_spectrum(self, mel: torch.Tensor) -> torch.Tensor:
         """The complex STFT that decoding synthesises: :meth:`spectrum`, its magnitude sharpened by the postfilter
@@ -200,7 +209,8 @@ class FastVocoder(nn.Module):
         spec = self.spectrum(mel)
         if self.sharpen is None:
             return spec
-        return scale(unit(spec), self.sharpen(spec.abs()))
+        with timing.span(timing.CODEC_POSTFILTER):
+            return scale(unit(spec), self.sharpen(spec.abs()))
 
     def forward(self, mel: torch.Tensor) -> torch.Tensor:
         return self.synthesize(self.decode_spectrum(mel))

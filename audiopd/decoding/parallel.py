@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from audiopd import timing
 from audiopd.decoding.refine import (
     DecodeResult,
     DecodeStats,
@@ -185,8 +186,11 @@ def decode_parallel(model, cond: FrameCondition, cfg: ParallelConfig | None = No
         conf = confidence.to(conf).reshape(conf.shape).clone()
     stats = DecodeStats(steps_per_level=[0] * q)
     if bool(region.any()):
-        work, conf = decode_level0(model, cond, work, region, cfg, generator, stats, conf)
-        work = refine_fine_levels(model, cond, work, region, fine_passes=cfg.fine_passes,
-                                  sampling=cfg.fine_sampling, generator=generator, stats=stats,
-                                  window=cfg.attention_window)
+        # Timed here, not inside: the passes stay free of anything but decoding (audiopd.timing).
+        with timing.span(timing.LEVEL0):
+            work, conf = decode_level0(model, cond, work, region, cfg, generator, stats, conf)
+        with timing.span(timing.FINE):
+            work = refine_fine_levels(model, cond, work, region, fine_passes=cfg.fine_passes,
+                                      sampling=cfg.fine_sampling, generator=generator, stats=stats,
+                                      window=cfg.attention_window)
     return finish(work, conf, cond, stats)

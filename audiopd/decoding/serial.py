@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from audiopd import timing
 from audiopd.decoding.refine import DecodeResult, DecodeStats, confidence_of, finish, refine_fine_levels
 from audiopd.decoding.sampling import SamplingConfig, sample
 from audiopd.model.encoder import FrameCondition
@@ -55,18 +56,20 @@ def decode_serial(model, cond: FrameCondition, cfg: SerialConfig | None = None, 
     state = model.serial.start(cond)
     window = cfg.sampling.ras_window
     prev = None
-    for t in range(t_max):
-        logits = model.serial.step(state, prev)  # [B, C]
-        stats.forward_passes += 1
-        history = tokens[:, max(0, t - window) : t] if window > 0 else None
-        tok = sample(logits, cfg.sampling, generator, history=history)
-        tokens[:, t] = tok
-        conf[:, t] = confidence_of(logits, tok)
-        prev = tok
+    with timing.span(timing.SERIAL_LEVEL0):
+        for t in range(t_max):
+            logits = model.serial.step(state, prev)  # [B, C]
+            stats.forward_passes += 1
+            history = tokens[:, max(0, t - window) : t] if window > 0 else None
+            tok = sample(logits, cfg.sampling, generator, history=history)
+            tokens[:, t] = tok
+            conf[:, t] = confidence_of(logits, tok)
+            prev = tok
     stats.steps_per_level[0] = t_max
     codes = torch.zeros(cond.batch, q, t_max, dtype=torch.long, device=dev)
     codes[:, 0] = tokens
-    codes = refine_fine_levels(model, cond, codes, cond.frame_mask.clone(), fine_passes=cfg.fine_passes,
-                               sampling=cfg.fine_sampling, generator=generator, stats=stats,
-                               window=cfg.attention_window)
+    with timing.span(timing.FINE):
+        codes = refine_fine_levels(model, cond, codes, cond.frame_mask.clone(), fine_passes=cfg.fine_passes,
+                                   sampling=cfg.fine_sampling, generator=generator, stats=stats,
+                                   window=cfg.attention_window)
     return finish(codes, conf, cond, stats)

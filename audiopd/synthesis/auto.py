@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from audiopd import timing
 from audiopd.decoding.parallel import ParallelConfig, decode_parallel
 from audiopd.decoding.refine import fine_level_groups
 from audiopd.decoding.serial import SerialConfig, decode_serial
@@ -308,7 +309,8 @@ class Renderer:
         self._runs += 1
         level0 = res.stats.steps_per_level[0] if res.stats.steps_per_level else 0
         all_codes = [res.codes[j, :, : items[i].frames].clone() for j, i in enumerate(rows)]
-        decoded = self.to_audios(all_codes)
+        with timing.span(timing.CODEC):  # the codec's own parts record inside it (audiopd.timing)
+            decoded = self.to_audios(all_codes)
         for j, i in enumerate(rows):
             t1 = time.perf_counter()
             it = items[i]
@@ -318,7 +320,8 @@ class Renderer:
             verdict = None
             if checking:
                 t2 = time.perf_counter()
-                verdict = self.check(audio, it, codes_i, conf_i)
+                with timing.span(timing.CHECKER):
+                    verdict = self.check(audio, it, codes_i, conf_i)
                 self._check_s += time.perf_counter() - t2
                 self._checked_audio_s += n / self.frame_rate
             it.attempts.append(Attempt(mode=stage.mode, kind=stage.kind, max_steps=stage.steps, steps=level0,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from audiopd import timing
 from audiopd.synthesis.join import JoinConfig, join_chunks
 from audiopd.synthesis.timestamps import WordTime, word_times
 
@@ -49,7 +50,8 @@ def assemble_result(items: list[Item], outcomes: dict, meta: dict, wall: float, 
     ``wall`` the whole call's wall time.
     """
     delivered = [it.best() for it in items]
-    audio, starts = join_chunks([a.audio for a in delivered], sample_rate, join)
+    with timing.span(timing.JOINS):
+        audio, starts = join_chunks([a.audio for a in delivered], sample_rate, join)
     words: list[WordTime] = []
     for it, start in zip(items, starts):
         words += word_times(it.words, it.durations, frame_rate, offset_s=start / sample_rate)

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import math
 
 import pytest
-import torch
-from mel_fixtures import CARD, LEVELS, write_mel_artifact
+from mel_fixtures import mel_voice, write_mel_artifact
 from voice_fixtures import install_voices
 
 import audiopd
@@ -16,26 +14,6 @@ from audiopd.cli import main
 from audiopd.errors import ArtifactError
 
 TEXT = "Hello there."
-
-
-def mel_voice(codec):
-    """A tiny random voice speaking ``codec``'s tokens, 3 frames per phoneme token."""
-    from audiopd.model.config import ModelConfig
-    from audiopd.model.voice import VoiceInfo, VoiceModel
-    from audiopd.text import INVENTORY_VERSION, NUM_SYMBOLS
-
-    torch.manual_seed(0)
-    cfg = ModelConfig(num_symbols=NUM_SYMBOLS, num_codebooks=LEVELS, cardinality=CARD, num_speakers=1, d_model=32,
-                      n_heads=2, ff_mult=2, dropout=0.0, encoder_layers=1, duration_channels=16, masked_layers=2,
-                      serial_layers=2, max_frames=256)
-    info = VoiceInfo(codec=codec.name, sample_rate=codec.sample_rate, frame_rate=codec.frame_rate,
-                     num_codebooks=LEVELS, cardinality=CARD, inventory_version=str(INVENTORY_VERSION),
-                     voices=("one",), codec_fingerprint=codec.token_fingerprint)
-    model = VoiceModel(cfg, info).eval()
-    with torch.no_grad():
-        model.conditioner.duration.proj.weight.zero_()
-        model.conditioner.duration.proj.bias.fill_(math.log(1 + 3))
-    return model
 
 
 def test_the_fixture_codecs_one_decoder_is_in_the_report(tmp_path, monkeypatch) -> None:
