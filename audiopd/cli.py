@@ -285,19 +285,23 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
     add_decoder_argument(p)
 
 
-@subcommand("bench", help="time parallel vs serial decoding of a voice at several lengths and batch sizes",
-            args=_bench_args)
+@subcommand("bench", help="time parallel vs serial decoding of a voice at several lengths and batch sizes "
+            "(--stages: where each synthesis spends its time)", args=_bench_args)
 def cmd_bench(args: argparse.Namespace) -> int:
-    from audiopd.eval.bench_cli import run_command
+    import time
 
-    # Validate the output path before minutes of measuring, not after.
+    from audiopd.eval.bench_cli import config_of, run_command
+
+    # Validate the options and the output path before loading and minutes of measuring, not after.
+    config_of(args)
     if args.json:
         target = Path(args.json)
         if target.is_dir():
             raise UsageError(f"--json {target} is a directory, not a file name")
         check_writable_dir(target.parent)
+    t0 = time.perf_counter()
     tts, speaker = _load_voice(args.voice, decoder=args.decoder)
-    return run_command(tts, speaker, args)
+    return run_command(tts, speaker, args, load_s=time.perf_counter() - t0)
 
 
 # ----------------------------------------------------------------------------------------- render

@@ -33,7 +33,8 @@ same count, side by side.
 ``--peers`` times natural peer systems (Kokoro, Piper) in the same rounds on the same texts and thread count
 (``audiopd.eval.bench_peers`` describes their figures); they need the ``teachers`` extra.
 
-The command itself (options, the Markdown table, printing, the JSON file) is ``audiopd.eval.bench_cli``.
+The command itself (options, the Markdown table, printing, the JSON file) is ``audiopd.eval.bench_cli``;
+``audiopd bench --stages`` breaks one call at batch 1 down into its stages instead (``audiopd.eval.bench_stages``).
 
 No speed figure is ever asserted in a test; tests check the structure on a tiny voice.
 """

@@ -1,7 +1,8 @@
 """The ``audiopd bench`` command: its options, the Markdown table of a report, and the run that prints them.
 
 ``audiopd.eval.bench`` measures and returns the JSON-able report; this module is the command-line face
-on top of it (parsing, printing, writing the JSON), kept apart so the measuring code reads on its own.
+on top of it (parsing, printing, writing the JSON), kept apart so the measuring code reads on its own. With
+``--stages`` the same options drive ``audiopd.eval.bench_stages`` (batch 1, one table of stage costs per mode).
 ``add_arguments`` imports no torch, so ``audiopd --help`` stays light.
 """
 
@@ -22,6 +23,7 @@ from audiopd.eval.bench import (
     BenchOptionError,
     run_bench,
 )
+from audiopd.eval.bench_stages import StagesConfig
 
 
 def _pair(cell: dict, key: str, fmt: str = "{}") -> str:
@@ -69,7 +71,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--voice", default=None, help=VOICE_HELP)
     p.add_argument("--lengths", type=_csv_of(float, "--lengths"), default=BenchConfig.lengths, metavar="S,S,...",
                    help="target seconds per text (default: 1,2,5,10,20)")
-    p.add_argument("--batch", type=_csv_of(int, "--batch"), default=BenchConfig.batches, metavar="B,B,...",
+    # None = not given, so --stages (batch 1 only) can refuse an explicit --batch
+    p.add_argument("--batch", type=_csv_of(int, "--batch"), default=None, metavar="B,B,...",
                    help="batch sizes (default: 1,8)")
     p.add_argument("--repeats", type=int, default=BenchConfig.repeats, help="timed runs per mode and cell (default: 3)")
     p.add_argument("--steps", type=int, default=None, metavar="K", help="level-0 step budget of parallel decoding")
@@ -81,22 +84,51 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--peers", default=None, metavar="SYSTEM:VOICE,...",
                    help="also time natural peers on the same texts and threads, e.g. kokoro:af_heart,piper:joe "
                    "(needs the 'teachers' extra)")
+    p.add_argument("--stages", action="store_true",
+                   help="instead, time each stage of a synthesis at batch 1 (text frontend, conditioning, decoder "
+                   "passes, codec parts, checker, joins, WAV writing): one table per mode, rows = stages, "
+                   "columns = lengths (audiopd.eval.bench_stages)")
 
 
-def run_command(tts, speaker: str | None, args: argparse.Namespace) -> int:
-    """Body of ``audiopd bench`` once the voice is loaded: run, print the table, write the JSON."""
+def config_of(args: argparse.Namespace) -> BenchConfig | StagesConfig:
+    """The validated config the options ask for (``BenchOptionError`` otherwise): cheap, so the command runs it
+    before loading the voice, and bad input fails at once."""
+    if args.threads is not None and args.threads < 1:
+        raise BenchOptionError(f"--threads must be >= 1, got {args.threads}")
+    cfg: BenchConfig | StagesConfig
+    if getattr(args, "stages", False):
+        given = [flag for flag, on in (("--batch", args.batch is not None), ("--auto", args.auto),
+                                       ("--peers", bool(args.peers))) if on]
+        if given:
+            raise BenchOptionError(f"--stages times batch 1 in parallel, auto and serial mode: drop {', '.join(given)}")
+        cfg = StagesConfig(lengths=tuple(args.lengths), repeats=args.repeats, steps=args.steps, seed=args.seed)
+    else:
+        cfg = BenchConfig(lengths=tuple(args.lengths), batches=tuple(args.batch or BenchConfig.batches),
+                          repeats=args.repeats, auto=args.auto, steps=args.steps, seed=args.seed)
+    cfg.validate()
+    return cfg
+
+
+def run_command(tts, speaker: str | None, args: argparse.Namespace, *, load_s: float | None = None) -> int:
+    """Body of ``audiopd bench`` once the voice is loaded (``load_s``: how long that took, imports included):
+    run, print the table(s), write the JSON."""
     import torch
 
     from audiopd.fileio import write_text_atomic
 
-    if args.threads is not None and args.threads < 1:
-        raise BenchOptionError(f"--threads must be >= 1, got {args.threads}")
-    cfg = BenchConfig(lengths=tuple(args.lengths), batches=tuple(args.batch), repeats=args.repeats, auto=args.auto,
-                      steps=args.steps, seed=args.seed)
-    cfg.validate()
+    cfg = config_of(args)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    if isinstance(cfg, StagesConfig):
+        from audiopd.eval.bench_stages import print_report, run_stages
+
+        report = run_stages(tts, cfg, speaker=speaker, voice_name=tts.voice_name, log=log)
+        report["load_s"] = None if load_s is None else round(load_s, 3)
+        print_report(report)
+        if args.json:
+            write_text_atomic(args.json, json.dumps(report, indent=1) + "\n")
+        return 0
     peers, load_s = {}, {}
     if getattr(args, "peers", None):
         from audiopd.eval.bench_peers import load_peers
