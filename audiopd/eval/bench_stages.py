@@ -25,7 +25,7 @@ its rows add up to its total exactly. Rows (milliseconds in that call, with the 
   between them; all of HiFi-GAN for ``hq``) and ``decode, rest`` (the renderer's numpy glue and peak limit; all
   of a codec that marks no parts, or of chunks a thread pool decodes side by side);
 * ``checker``: auto mode's verdict on every attempt (with repairs and escalations, ``level-0 passes`` and the
-  codec rows count every attempt too; the ``attempts`` line says how many there were);
+  codec rows count every attempt too; the ``attempts / chunks`` row says how many there were);
 * ``chunk joins``: the faded pauses between a text's chunks; ``write WAV``: 16-bit WAV bytes of the result;
 * ``other``: what no span covers (option checks, batching, attempt bookkeeping, word times, the report).
 
@@ -181,7 +181,9 @@ def markdown_table(report: dict[str, Any], mode: str) -> str:
     lines.append("| audio s | " + " | ".join(f"{c['audio_s']:.2f}" for c in cells) + " |")
     lines.append("| RTF | " + " | ".join("-" if c["rtf"] is None else f"{c['rtf']:.3f}" for c in cells) + " |")
     if mode == AUTO:
-        lines.append("| attempts | " + " | ".join(f"{c['attempts']:g}" for c in cells) + " |")
+        # One attempt per chunk is a first-try pass; more means repairs or escalations.
+        tries = [f"{c['attempts']:g} / {c['chunks']}" for c in cells]
+        lines.append("| attempts / chunks | " + " | ".join(tries) + " |")
     serial = report["modes"].get(SERIAL)
     if mode == PARALLEL and serial:
         vals = [f"{c['stages_ms'].get(timing.SERIAL_LEVEL0, 0.0):.1f}" for c in serial]

@@ -82,6 +82,8 @@ def test_the_table_has_every_stage_row_and_every_length_column(report) -> None:
         assert rows["**total**"] == "| **total** | " + " | ".join(f"**{c['total_ms']:.1f}**" for c in cells) + " |"
         assert rows["RTF"] == "| RTF | " + " | ".join(f"{c['rtf']:.3f}" for c in cells) + " |"
         assert rows[timing.CHECKER].endswith("| - | - |") == (mode == "parallel")
+        if mode == "auto":  # every chunk passed at its first attempt
+            assert rows["attempts / chunks"] == "| attempts / chunks | 1 / 1 | 2 / 2 |"
     assert stage_rows(report)[-1] == timing.OTHER
     assert "serial mode (not in this total)" in markdown_table(report, "parallel")
 
