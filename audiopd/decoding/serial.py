@@ -53,10 +53,10 @@ def decode_serial(model, cond: FrameCondition, cfg: SerialConfig | None = None, 
     stats = DecodeStats(steps_per_level=[0] * q)
     tokens = torch.zeros(cond.batch, t_max, dtype=torch.long, device=dev)
     conf = torch.ones(cond.batch, t_max, device=dev)
-    state = model.serial.start(cond)
     window = cfg.sampling.ras_window
     prev = None
-    with timing.span(timing.SERIAL_LEVEL0):
+    with timing.span(timing.SERIAL_LEVEL0):  # the cache's start is level 0's prefill, so it counts there
+        state = model.serial.start(cond)
         for t in range(t_max):
             logits = model.serial.step(state, prev)  # [B, C]
             stats.forward_passes += 1

@@ -7,7 +7,8 @@ Each call is the real path users run, ``Synthesizer.synthesize`` at batch 1 on a
 length (``audiopd.eval.bench.build_text``), followed by writing its WAV bytes (``audiopd.audio.audio_bytes``,
 what ``say -o``, ``render`` and the server do), inside ``audiopd.timing.collect()``. The stages mark themselves
 with ``audiopd.timing`` spans where they run, and each row is a stage's *self* time (inner spans excluded), so
-the rows of one call add up to its wall time exactly; the remainder no span covers is the row ``other``.
+the rows of one call add up to its wall time exactly; the remainder no span covers is the row ``other``. Every
+row is measured on that path: none comes from calling a part on its own.
 
 Each column is the median call of its repeats (by wall time; ``summarize`` says why not per-stage medians), so
 its rows add up to its total exactly. Rows (milliseconds in that call, with the share of its total):
