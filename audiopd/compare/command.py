@@ -16,6 +16,7 @@ import signal
 import sys
 from pathlib import Path
 
+from audiopd.artifacts import DEFAULT_VOICE
 from audiopd.codec.registry import add_decoder_argument
 from audiopd.errors import AudiopdError
 
@@ -24,7 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("texts", nargs="?", metavar="TEXTS", help="text file, one sentence per line ('#' comments)")
     p.add_argument("-o", "--outdir", required=True, metavar="DIR",
                    help="report folder (written whole at the end; an earlier report there is replaced)")
-    p.add_argument("--voice", default=None, metavar="NAME_OR_DIR", help="voice artifact (default: default)")
+    p.add_argument("--voice", default=None, metavar="NAME_OR_DIR", help=f"voice artifact (default: {DEFAULT_VOICE})")
     p.add_argument("--voices", default="", metavar="S,S", help="speakers of the voice (default: all)")
     p.add_argument("--modes", default="parallel,serial", metavar="M,M", help="of parallel,serial,auto; serial "
                    "is always the baseline (default: %(default)s)")

@@ -1,7 +1,7 @@
 """Checker benchmark: detection rate per injected fault and false alarms on clean audio.
 
     python -m audiopd.eval.checker_bench --n 40 --out report.json              # flite teachers
-    python -m audiopd.eval.checker_bench --voice default --n 40 --out v.json   # the voice's own output
+    python -m audiopd.eval.checker_bench --voice joe --n 40 --out v.json   # the voice's own output
     python -m audiopd.eval.checker_bench --voice joe --teacher --n 40          # its teacher, its thresholds
 
 Clean clips (``audiopd.eval.bench_clips``) are either flite renderings (voices slt, rms, awb, kal16,

@@ -1,6 +1,6 @@
 """Derive checker thresholds from a checker-bench report that carries outside ASR judgements.
 
-    python -m audiopd.eval.checker_bench --voice default --n 40 --out bench.json
+    python -m audiopd.eval.checker_bench --voice joe --n 40 --out bench.json
     python -m audiopd.eval.checker_calib bench.json [--broken-wer 0.5] [--asr whisper|pocketsphinx] [--json]
 
 For each recogniser/alignment/ASR threshold (the phone recogniser's ``max_ctc_gap``, ``max_phone_deletions``,

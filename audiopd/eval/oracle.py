@@ -1,6 +1,6 @@
 """Where a voice loses intelligibility: WER with more and more of the ground truth replaced by the model.
 
-    python -m audiopd.eval.oracle --data data --voice voices/default [--n 40] [--speakers slt,rms] \
+    python -m audiopd.eval.oracle --data data --voice joe [--n 40] [--speakers slt,rms] \
         [--systems teacher,codec,fine,gt_dur_parallel,gt_dur_serial,parallel,serial] [--out report.json]
 
 The held-out token shard (``DATA/tokens/<codec>/test-*.safetensors``, or ``dev-*`` with ``--split dev``:
@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from audiopd.artifacts import DEFAULT_VOICE
 from audiopd.errors import AudiopdError
 from audiopd.eval import judging
 from audiopd.eval.heldout import read_manifest
@@ -179,7 +180,7 @@ def _csv(text: str) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m audiopd.eval.oracle", description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", required=True, help="corpus directory (recipes/corpus)")
-    ap.add_argument("--voice", default=None, help="shipped voice name or a path like ./myvoice (default: default)")
+    ap.add_argument("--voice", default=None, help=f"shipped voice name or a path like ./myvoice (default: {DEFAULT_VOICE})")
     ap.add_argument("--n", type=int, default=40, help="utterances per speaker")
     ap.add_argument("--speakers", default=None, help="comma-separated speakers (default: all)")
     ap.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated systems")
