@@ -14,6 +14,9 @@ sends its headers once the first sentence is decoded (and checked, in auto mode)
 that sentence's (``X-Audiopd-Verdict-Scope: first-sentence``); SSE events carry every sentence's.
 Errors are JSON ``{"error": "<one line>"}`` (OpenAI's shape under /v1): 400 bad input, 403 foreign
 Host/Origin, 404, 405, 408, 413, 415, 429 queue full, 503 loading or time budget spent, 500 for bugs.
+
+Whole answers carry a WAV with its true length (/synthesize, and /v1/audio/speech's wav); only SSE streams
+WAV, its first delta starting with a header of unknown length (sizes 0xFFFFFFFF); pcm streams headerless.
 """
 
 from __future__ import annotations
@@ -286,7 +289,7 @@ async def _speech(request: Request) -> Response:
                                       max_chars=state.config.max_chars, formats=state.formats)
     job = engine.admit(speech.synthesis)
     rate = engine.synth.sample_rate
-    if speech.response_format not in oai.STREAMED:
+    if speech.response_format not in oai.STREAMED and speech.stream_format != "sse":
         try:
             audio, _, report = await _speak_all(request, engine, job)
         finally:
@@ -348,11 +351,10 @@ async def _rest(first: Piece, pieces: Any, job: Job) -> Any:
 
 
 async def _audio_bytes(first: Piece, pieces: Any, job: Job, fmt: str, rate: int) -> Any:
-    if fmt == "wav":
-        yield oai.streaming_wav_header(rate)
+    """Headerless pcm at OpenAI's 24 kHz (the one format streamed as raw bytes)."""
     async for piece in _rest(first, pieces, job):
         if isinstance(piece, Piece):
-            yield oai.pcm16(oai.to_pcm_rate(piece.audio, rate) if fmt == "pcm" else piece.audio)
+            yield oai.pcm16(oai.to_pcm_rate(piece.audio, rate))
 
 
 async def _sse_events(first: Piece, pieces: Any, job: Job, fmt: str, rate: int) -> Any:
