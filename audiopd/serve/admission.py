@@ -31,7 +31,8 @@ class CostConfig:
     # Worker seconds per second of audio before a mode has been measured. The shipped voice (joe) measured 0.04-0.07
     # in parallel and auto mode and 0.18 in serial mode on this 2-core machine with a training job on the other core
     # (one thread, 2026-12-06); 0.5 keeps the first seconds after a start cautious (refusing a little too much,
-    # never admitting a request that then runs out of time), and the first finished piece replaces it.
+    # never admitting a request that then runs out of time), and a mode's second piece replaces it (its first pays
+    # for loading, see ``observe``).
     prior_rtf: float = 0.5
     # Seconds of audio per character of text at speed 1 before any is measured (joe: 0.048-0.083, short texts
     # the most, as their pauses weigh more).
@@ -67,6 +68,7 @@ class CostEstimator:
         self._lock = threading.Lock()
         self._audio_per_char = self.config.prior_audio_s_per_char
         self._rtf: dict[str, tuple[float, float]] = {}  # key -> (mean, mean deviation)
+        self._cold: set[str] = set()  # keys whose first piece has been seen (and not measured)
 
     def rtf(self, key: str) -> float:
         """The RTF admission uses for ``key``: mean + deviations x mean deviation, or the prior if unmeasured."""
@@ -92,6 +94,12 @@ class CostEstimator:
         rtf = max(worker_s - self.config.piece_overhead_s, 0.0) / audio_s
         with self._lock:
             self._audio_per_char += g * (audio_s * speed / chars - self._audio_per_char)
+            if key not in self._cold:
+                # A mode's first piece pays for lazy loading (auto: the checker's recogniser; torch's first calls):
+                # joe's first "Hi there." took 1.3 s in auto mode, the next 0.06 s. Measured, it would stand for
+                # the mode until 1/8-steps wore it down, refusing most requests meanwhile.
+                self._cold.add(key)
+                return
             if key not in self._rtf:  # RFC 6298 on the first measurement: mean R, deviation R/2
                 self._rtf[key] = (rtf, rtf / 2)
             else:

@@ -51,6 +51,8 @@ def test_the_estimate_starts_at_the_prior_and_follows_measured_pieces() -> None:
     costs = CostEstimator(CostConfig(prior_rtf=0.5, prior_audio_s_per_char=0.08, piece_overhead_s=0.05))
     assert costs.piece_s("parallel", 100, 1.0) == pytest.approx(0.05 + 0.5 * 8.0)
     assert costs.audio_s(100, 2.0) == pytest.approx(4.0)  # twice the speed, half the audio
+    costs.observe("parallel", 100, 1.0, audio_s=6.0, worker_s=5.0)  # the first piece pays for loading: not measured
+    assert costs.rtf("parallel") == pytest.approx(0.5)
     costs.observe("parallel", 100, 1.0, audio_s=6.0, worker_s=0.05 + 0.6)  # RTF 0.1
     # RFC 6298's first measurement: mean R, deviation R/2, so the estimate is R + 2 x R/2.
     assert costs.rtf("parallel") == pytest.approx(0.2)
@@ -126,12 +128,12 @@ def test_a_full_queue_refuses_at_once_with_retry_after_and_the_admitted_finish(s
 
 def test_an_idle_server_admits_even_a_request_over_its_estimate(start_server) -> None:
     server = start_server(engine=engine(budget_base_s=2.0, budget_per_char_s=0.0, cost=TENTH_PER_CHAR))
-    text = "Good morning, how are you today?"  # 3.2 s expected, more than the budget: nothing is ahead, so try
+    text = "Good morning. How are you today?"  # 3.2 s expected, more than the budget: nothing is ahead, so try
     reply = request(server, "/synthesize", payload={"text": text, "mode": "parallel"})
     assert reply.status == 200 and "Retry-After" not in reply.headers
     health = request(server, "/health").json()
     assert health["admitted"] == 0 and health["queued_work_s"] == 0.0
-    assert health["cost_estimates"]["rtf_parallel"] < 1.0  # measured on the tiny voice: far below the prior
+    assert health["cost_estimates"]["rtf_parallel"] < 1.0  # the second sentence measured: far below the prior
 
 
 def test_requests_are_served_in_arrival_order(start_server, synth, monkeypatch) -> None:
