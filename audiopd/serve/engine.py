@@ -120,6 +120,7 @@ class Job:
     futures: list[Future] = field(default_factory=list)
     finished: int = 0  # pieces done, failed or skipped
     running_since: float | None = None  # when the piece now on the worker started
+    expired: bool = False  # the deadline passed before the worker took the next piece: it must not start it
     spoken: int = 0  # pieces spoken so far (the first gets no leading pause)
     used_s: float = 0.0  # worker time spent on this request's pieces so far
 
@@ -213,11 +214,11 @@ class Engine:
         """The job's pieces in order as the worker speaks them; raises BudgetExhausted / Cancelled."""
         first_error: NothingToSpeakError | None = None
         spoken = 0
-        for fut in job.futures:
+        for index, fut in enumerate(job.futures):
             if job.cancel.is_set():
                 raise Cancelled()
             try:
-                piece = await asyncio.wrap_future(fut)
+                piece = await self._in_time(job, index, asyncio.wrap_future(fut))
             except NothingToSpeakError as exc:  # e.g. a lone "***" between sentences
                 first_error = first_error or exc
                 continue
@@ -226,16 +227,32 @@ class Engine:
         if not spoken:
             raise first_error or NothingToSpeakError("text contains no speakable words")
 
+    async def _in_time(self, job: Job, index: int, piece: asyncio.Future) -> Piece:
+        """``piece``'s result; BudgetExhausted at the deadline if the worker has not started it by then.
+
+        A request waiting behind work that ran longer than its estimate is told so when its budget ends, not
+        whenever its turn comes. A piece already on the worker is awaited: it cannot be stopped halfway."""
+        done, _ = await asyncio.wait({piece}, timeout=max(job.deadline - time.perf_counter(), 0.0))
+        if not done:
+            with self._lock:
+                started = job.running_since is not None or job.finished > index
+                job.expired = job.expired or not started
+            if not started:
+                piece.cancel()
+                raise BudgetExhausted(job.budget_s, index, len(job.pieces))
+        return await piece
+
     def _speak(self, job: Job, index: int) -> Piece:
         """Worker thread: one piece through the facade, unless the job was cancelled or is out of time."""
         t0 = time.perf_counter()
         with self._lock:
             job.running_since = t0
+            expired = job.expired
         try:
             if job.cancel.is_set():
                 raise Cancelled()
             left = job.deadline - t0
-            if left <= 0:
+            if left <= 0 or expired:
                 raise BudgetExhausted(job.budget_s, index, len(job.pieces))
             return self._speak_piece(job, index, left)
         finally:

@@ -162,3 +162,23 @@ def test_requests_are_served_in_arrival_order(start_server, synth, monkeypatch) 
     assert spoken == ["One fine day.", "Two more birds.", "Three trees.", "Four doors."]
     report = json.loads(replies["a"].headers["X-Audiopd-Report"])
     assert report["chunks"] == 3
+
+
+def test_a_request_whose_turn_does_not_come_in_time_gets_503_at_its_deadline(start_server, synth) -> None:
+    """An estimate can be wrong (here the prior says 0.05 s a sentence; the first takes until the gate opens): the
+    request behind it is told when its budget ends, not whenever its turn comes."""
+    checker = GatedChecker()
+    synth.checker = checker
+    server = start_server(engine=engine(budget_base_s=1.0, budget_per_char_s=0.0, cost=CostConfig(prior_rtf=1e-3)))
+    replies: dict = {}
+    first = _in_thread(server, "/synthesize", {"text": "Hello there."}, replies, "first")
+    _wait_for(lambda: checker.calls == 1)
+    t0 = time.perf_counter()
+    late = request(server, "/v1/audio/speech", payload={"input": "Hi.", "response_format": "pcm"})
+    seconds = time.perf_counter() - t0
+    assert late.status == 503 and 0.8 < seconds < 3.0 and not checker.gate.is_set(), (late.status, seconds)
+    assert late.json()["error"]["message"] == "the time budget of 1.0 s ran out after 0 of 1 sentences"
+    checker.gate.set()
+    first.join(timeout=30)
+    assert replies["first"].status == 200 and checker.calls == 1  # the late request's sentence never started
+    assert server.state.engine.admitted == 0
