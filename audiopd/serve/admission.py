@@ -9,8 +9,9 @@ in 3 s" at once can retry, go elsewhere, or tell its user. One exception: with n
 always admitted, whatever its estimate (its budget still bounds it: 503, or a stream cut after the
 sentences sent), so an idle server never refuses for want of an estimate.
 
-Cost: RTF x audio seconds, the audio seconds predicted from the text's length (characters x the voice's
-seconds of audio per character / speed), plus a fixed cost per piece. Both the RTF (per mode) and the
+Cost: RTF x audio seconds, the audio seconds predicted from the length of the text's spoken form
+(characters x the voice's seconds of audio per character / speed; "7" * 200 says 1,199 characters),
+plus a fixed cost per piece. Both the RTF (per mode) and the
 seconds per character are measured on the server's own pieces as they finish, starting from conservative
 priors: a table measured elsewhere would not know what else this machine is doing (the CostModel of
 ``audiopd.render.cost`` predicts decoding alone, without the codec, the checker or a busy CPU). The RTF
@@ -34,8 +35,8 @@ class CostConfig:
     # never admitting a request that then runs out of time), and a mode's second piece replaces it (its first pays
     # for loading, see ``observe``).
     prior_rtf: float = 0.5
-    # Seconds of audio per character of text at speed 1 before any is measured (joe: 0.048-0.083, short texts
-    # the most, as their pauses weigh more).
+    # Seconds of audio per character of the text's spoken form at speed 1 before any is measured (joe: 0.048-0.083,
+    # short texts the most, as their pauses weigh more).
     prior_audio_s_per_char: float = 0.08
     # Worker seconds a piece costs whatever its length (text analysis, the codec's and checker's set-up; joe: ~0.03).
     piece_overhead_s: float = 0.05

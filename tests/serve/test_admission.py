@@ -16,6 +16,7 @@ import pytest
 from serve_fixtures import engine, passing_checker, request
 
 from audiopd.serve.admission import CostConfig, CostEstimator, check_fits, cost_key, retry_after
+from audiopd.serve.engine import spoken_length
 
 # 0.1 worker second per character, nothing per piece: "Hello there." (12 chars) is expected to take 1.2 s.
 TENTH_PER_CHAR = CostConfig(prior_rtf=1.0, prior_audio_s_per_char=0.1, piece_overhead_s=0.0)
@@ -76,6 +77,12 @@ def test_cost_config_is_checked(bad: dict) -> None:
         CostEstimator(CostConfig(**bad))
     with pytest.raises(TypeError):
         CostConfig(prior_rtff=1.0)  # a typo is an error, not a default
+
+
+def test_costs_count_the_spoken_form() -> None:
+    """Finding: 200 digits were estimated by their 200 characters; spoken, they are 1,199 ("seven seven ...")."""
+    assert spoken_length("7" * 200) == 1199 and spoken_length("Hello there.") == len("Hello there.")
+    assert spoken_length("It cost $5.") == len("It cost five dollars.")
 
 
 def test_fits_and_retry_after() -> None:
