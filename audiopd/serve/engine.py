@@ -109,9 +109,22 @@ def spoken_length(text: str) -> int:
 
 
 def split_pieces(text: str, max_chars: int) -> list[str]:
+    """Sentences, cut further where longer than ``max_chars``, counted in raw and in spoken characters.
+
+    Spoken, because that is what the audio follows: 200 digits are one 200-character chunk but 1,199 characters
+    ("seven seven ..."), a minute of audio that no budget could stop halfway; cut by their spoken length they
+    are five pieces of ~14 s, and the budget can end the request between them."""
     from audiopd.text import chunk_text, split_sentences
 
-    pieces = [c for s in split_sentences(text) for c in chunk_text(s, max_chars)]
+    def fit(chunk: str, depth: int = 0) -> list[str]:
+        spoken = spoken_length(chunk)
+        if spoken <= max_chars or len(chunk) < 2 or depth > 3:
+            return [chunk]
+        # The raw limit that makes the spoken length fit, 10% under: chunk_text balances, and may round up.
+        limit = max(1, min(len(chunk) - 1, max_chars * len(chunk) * 9 // (10 * spoken)))
+        return [p for c in chunk_text(chunk, limit) for p in fit(c, depth + 1)]
+
+    pieces = [p for s in split_sentences(text) for c in chunk_text(s, max_chars) for p in fit(c)]
     return pieces or [text]  # nothing but spaces: the facade says why it cannot speak it
 
 

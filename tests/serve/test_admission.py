@@ -16,7 +16,7 @@ import pytest
 from serve_fixtures import engine, passing_checker, request
 
 from audiopd.serve.admission import CostConfig, CostEstimator, check_fits, cost_key, retry_after
-from audiopd.serve.engine import spoken_length
+from audiopd.serve.engine import split_pieces, spoken_length
 
 # 0.1 worker second per character, nothing per piece: "Hello there." (12 chars) is expected to take 1.2 s.
 TENTH_PER_CHAR = CostConfig(prior_rtf=1.0, prior_audio_s_per_char=0.1, piece_overhead_s=0.0)
@@ -83,6 +83,11 @@ def test_costs_count_the_spoken_form() -> None:
     """Finding: 200 digits were estimated by their 200 characters; spoken, they are 1,199 ("seven seven ...")."""
     assert spoken_length("7" * 200) == 1199 and spoken_length("Hello there.") == len("Hello there.")
     assert spoken_length("It cost $5.") == len("It cost five dollars.")
+    # ... and one chunk of them was a minute of audio that no budget could stop: cut by the spoken length.
+    pieces = split_pieces("Count: " + "7" * 200 + ". Done.", 250)
+    assert "".join(pieces).replace(" ", "") == "Count:" + "7" * 200 + ".Done." and len(pieces) >= 5
+    assert all(spoken_length(p) <= 250 for p in pieces)
+    assert split_pieces("One fine day. Two more birds.", 250) == ["One fine day.", "Two more birds."]
 
 
 def test_fits_and_retry_after() -> None:
