@@ -13,7 +13,12 @@ path that made the delivered audio (``X-Audiopd-Path``: parallel | serial | mixe
 sends its headers once the first sentence is decoded (and checked, in auto mode), so there they hold
 that sentence's (``X-Audiopd-Verdict-Scope: first-sentence``); SSE events carry every sentence's.
 Errors are JSON ``{"error": "<one line>"}`` (OpenAI's shape under /v1): 400 bad input, 403 foreign
-Host/Origin, 404, 405, 408, 413, 415, 429 queue full, 503 loading or time budget spent, 500 for bugs.
+Host/Origin, 404, 405, 408, 413, 415, 429 busy (refused at once: the work queued ahead would not let the
+request finish within its time budget; ``Retry-After`` says when to retry), 503 loading or time budget
+spent after admission, 500 for bugs. Every synthesis answer names its budget (``X-Audiopd-Time-Budget``).
+
+Whole answers carry a WAV with its true length (/synthesize, and /v1/audio/speech's wav); only SSE streams
+WAV, its first delta starting with a header of unknown length (sizes 0xFFFFFFFF); pcm streams headerless.
 """
 
 from __future__ import annotations
@@ -38,7 +43,8 @@ from audiopd import __version__
 from audiopd.artifacts import DEFAULT_VOICE
 from audiopd.errors import AudiopdError
 from audiopd.serve import openai_api as oai
-from audiopd.serve.engine import BudgetExhausted, Cancelled, Engine, EngineConfig, Job, Piece, QueueFull, merge
+from audiopd.serve.admission import Busy
+from audiopd.serve.engine import BudgetExhausted, Cancelled, Engine, EngineConfig, Job, Piece, merge
 from audiopd.serve.engine import verdict_of
 from audiopd.serve.guard import Guard, escape, read_body, require_json
 from audiopd.serve.metrics import Metrics
@@ -165,9 +171,9 @@ def _guarded(handler: Any) -> Any:
             return await handler(request)
         except RequestError as exc:
             return _error(request, exc.status, exc.message)
-        except QueueFull as exc:
-            _state(request).metrics.refused.labels("queue_full").inc()
-            return _error(request, 429, str(exc))
+        except Busy as exc:
+            _state(request).metrics.refused.labels(exc.reason).inc()
+            return _error(request, 429, str(exc), {"Retry-After": str(exc.retry_after_s)})
         except BudgetExhausted as exc:
             _state(request).metrics.refused.labels("time_budget").inc()
             return _error(request, 503, str(exc))
@@ -196,7 +202,9 @@ async def _health(request: Request) -> Response:
     synth = state.engine.synth
     return JSONResponse({"status": "ok", "voice": state.voice_name, "speaker": state.engine.speaker,
                          "sample_rate": synth.sample_rate, "version": __version__,
-                         "formats": list(state.formats), "modes": ["auto", "parallel", "serial"]})
+                         "formats": list(state.formats), "modes": ["auto", "parallel", "serial"],
+                         "admitted": state.engine.admitted, "queued_work_s": round(state.engine.queued_work_s(), 3),
+                         "cost_estimates": state.engine.costs.snapshot()})
 
 
 @_guarded
@@ -250,7 +258,8 @@ def _headers(report: dict[str, Any], job: Job, sample_rate: int, scope: str) -> 
     return {"X-Audiopd-Verdict": verdict_of(report), "X-Audiopd-Path": str(report.get("mode")),
             "X-Audiopd-First-Path": str(report.get("first_path")), "X-Audiopd-Verdict-Scope": scope,
             "X-Audiopd-Voice": str(report.get("voice")), "X-Audiopd-Seed": str(job.seed),
-            "X-Audiopd-Sample-Rate": str(sample_rate), REPORT_HEADER: report_header(report)}
+            "X-Audiopd-Sample-Rate": str(sample_rate), "X-Audiopd-Time-Budget": f"{job.budget_s:.1f}",
+            REPORT_HEADER: report_header(report)}
 
 
 def _words(words: list) -> list[dict[str, Any]]:
@@ -286,7 +295,7 @@ async def _speech(request: Request) -> Response:
                                       max_chars=state.config.max_chars, formats=state.formats)
     job = engine.admit(speech.synthesis)
     rate = engine.synth.sample_rate
-    if speech.response_format not in oai.STREAMED:
+    if speech.response_format not in oai.STREAMED and speech.stream_format != "sse":
         try:
             audio, _, report = await _speak_all(request, engine, job)
         finally:
@@ -348,11 +357,10 @@ async def _rest(first: Piece, pieces: Any, job: Job) -> Any:
 
 
 async def _audio_bytes(first: Piece, pieces: Any, job: Job, fmt: str, rate: int) -> Any:
-    if fmt == "wav":
-        yield oai.streaming_wav_header(rate)
+    """Headerless pcm at OpenAI's 24 kHz (the one format streamed as raw bytes)."""
     async for piece in _rest(first, pieces, job):
         if isinstance(piece, Piece):
-            yield oai.pcm16(oai.to_pcm_rate(piece.audio, rate) if fmt == "pcm" else piece.audio)
+            yield oai.pcm16(oai.to_pcm_rate(piece.audio, rate))
 
 
 async def _sse_events(first: Piece, pieces: Any, job: Job, fmt: str, rate: int) -> Any:

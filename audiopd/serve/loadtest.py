@@ -1,14 +1,19 @@
 """A bounded loopback load test of ``audiopd serve`` (httpx; 127.0.0.1 only; bounded in count and time).
 
     python -m audiopd.serve.loadtest --url http://127.0.0.1:8000/ --requests 200 --concurrency 8 --pid PID
+    python -m audiopd.serve.loadtest --url http://127.0.0.1:8000/ --duration 60 --mode parallel
 
 Mixed requests: short, medium and long texts through /synthesize and /v1/audio/speech (whole WAV,
 streamed PCM, SSE), plus a few pathological ones the server must refuse cleanly (malformed JSON, a
 5,000-digit seed, 200,000-deep nesting, wrong Content-Type, a foreign Origin, unknown voice, speed
-0.25, a run of 200 digits, nonsense words). Every kind has the statuses it may get; anything else,
-or a 200 whose body is not audio, is an error. 429 (queue full) and 503 (time budget) are counted
-apart as deliberate refusals. Prints one JSON summary: statuses, p50/p95 latency and first-byte
-latency of successful syntheses, errors, and the server's peak RSS (VmHWM of ``--pid``).
+0.25, a run of 200 digits, nonsense words); ``--mode`` gives every synthesis one mode instead of the
+mix. Every kind has the statuses it may get; anything else, a 200 whose body is not audio, or a 429
+without Retry-After, is an error. A 429 (refused at admission) is counted apart, and the client that
+got it waits its Retry-After before its next request, as a polite client would; a 503 (an admitted
+request that ran out of time) too. Prints one JSON summary: statuses; the latency of accepted
+requests by mode (p50/p95/max) and how many overran the budget the server named
+(``X-Audiopd-Time-Budget``) or ended an SSE stream early; the refusals' count and latency; errors;
+the server's peak RSS (VmHWM of ``--pid``).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ WORDS = ("the morning light fell across a quiet street where children walked to 
          "a small dog followed them past the old bakery and the river while the town slowly woke").split()
 OK = (200,)
 BUSY = (429, 503)
+MODES = ("auto", "parallel", "serial")
 
 
 def _sentence(rng: random.Random, n: int) -> str:
@@ -39,8 +45,9 @@ def _text(rng: random.Random, sentences: int, words: int) -> str:
     return " ".join(_sentence(rng, words) for _ in range(sentences))
 
 
-def make_requests(n: int, seed: int) -> list[dict[str, Any]]:
-    """``n`` requests: ~85% ordinary (mixed lengths and endpoints), the rest pathological, shuffled."""
+def make_requests(n: int, seed: int, mode: str | None = None) -> list[dict[str, Any]]:
+    """``n`` requests: ~85% ordinary (mixed lengths and endpoints), the rest pathological, shuffled; ``mode``:
+    every synthesis in that mode (K only in parallel mode), instead of the mix."""
     rng = random.Random(seed)
     ordinary = [
         lambda: ("short", "/v1/audio/speech", {"input": _sentence(rng, 4), "response_format": "wav"}, OK),
@@ -69,7 +76,10 @@ def make_requests(n: int, seed: int) -> list[dict[str, Any]]:
             kind, path, body, ok = pathological[(i // 7) % len(pathological)]
         else:
             kind, path, body, ok = rng.choice(ordinary)()
-        out.append({"kind": kind, "path": path, "body": body, "ok": ok})
+        if mode is not None and isinstance(body, dict) and ("text" in body or "input" in body):
+            body = {**{k: v for k, v in body.items() if k != "steps" or mode == "parallel"}, "mode": mode}
+        out.append({"kind": kind, "path": path, "body": body, "ok": ok,
+                    "mode": body.get("mode", "auto") if isinstance(body, dict) else None})
     rng.shuffle(out)
     return out
 
@@ -83,27 +93,35 @@ async def one(client: Any, base: str, req: dict[str, Any]) -> dict[str, Any]:
             headers["Origin"] = body.pop("_origin")
         body = json.dumps(body).encode()
     t0 = time.perf_counter()
-    first, size, error = None, 0, None
+    first, size, error, budget, retry, cut = None, 0, None, None, None, False
     try:
         async with client.stream("POST", base + req["path"], content=body, headers=headers) as resp:
             status = resp.status_code
-            head = b""
+            head, tail = b"", b""
             async for chunk in resp.aiter_bytes():
                 first = first if first is not None else time.perf_counter() - t0
                 if len(head) < 64:
                     head += chunk[:64]
+                tail = (tail + chunk)[-256:]
                 size += len(chunk)
             ctype = resp.headers.get("content-type", "")
+            budget = float(resp.headers["x-audiopd-time-budget"]) if "x-audiopd-time-budget" in resp.headers else None
             if status == 200 and not (head.startswith(b"RIFF") or head.startswith(b"data: ") or
                                       (ctype == "audio/pcm" and size > 0) or head.startswith(b'{"report"')):
                 error = f"200 without audio ({ctype}, {size} B)"
+            cut = status == 200 and head.startswith(b"data: ") and b'"speech.audio.done"' not in tail
+            if status == 429:
+                value = resp.headers.get("retry-after", "")
+                retry = int(value) if value.isdigit() else None
+                if retry is None or retry < 1 or not head.startswith(b'{"error"'):
+                    error = f"429 without Retry-After >= 1 or a JSON error ({value!r}, {head[:20]!r})"
     except Exception as exc:  # noqa: BLE001 (a transport failure is a result here, not a crash)
         status, error = None, f"{type(exc).__name__}: {exc}"
     total = time.perf_counter() - t0
     if error is None and status not in req["ok"] and status not in BUSY:
         error = f"unexpected status {status}"
-    return {"kind": req["kind"], "status": status, "seconds": total, "first_byte": first, "bytes": size,
-            "error": error}
+    return {"kind": req["kind"], "mode": req.get("mode"), "status": status, "seconds": total, "first_byte": first,
+            "bytes": size, "budget_s": budget, "retry_after_s": retry, "sse_cut": cut, "error": error}
 
 
 def _pct(values: list[float], q: float) -> float | None:
@@ -123,11 +141,11 @@ def peak_rss_mib(pid: int | None) -> float | None:
 
 
 async def run(url: str, n: int, concurrency: int, max_seconds: float, seed: int,
-              log: Path | None = None) -> dict[str, Any]:
+              log: Path | None = None, mode: str | None = None) -> dict[str, Any]:
     import httpx
 
     base = url.rstrip("/")
-    requests = make_requests(n, seed)
+    requests = make_requests(n, seed, mode)
     queue: asyncio.Queue = asyncio.Queue()
     for r in requests:
         queue.put_nowait(r)
@@ -140,24 +158,45 @@ async def run(url: str, n: int, concurrency: int, max_seconds: float, seed: int,
             if log is not None:  # one line per request as it ends, so a stopped run keeps what it measured
                 with log.open("a") as f:
                     f.write(json.dumps(results[-1]) + "\n")
+            if results[-1]["retry_after_s"]:  # as a polite client: not a retry storm against a busy server
+                await asyncio.sleep(min(results[-1]["retry_after_s"], max(deadline - time.perf_counter(), 0)))
 
     t0 = time.perf_counter()
     limits = httpx.Limits(max_connections=concurrency)
     async with httpx.AsyncClient(timeout=httpx.Timeout(max_seconds), limits=limits) as client:
         await asyncio.gather(*(worker(client) for _ in range(concurrency)))
-    wall = time.perf_counter() - t0
+    return summarize(results, n=n, concurrency=concurrency, wall=time.perf_counter() - t0, mode=mode)
+
+
+def _stats(values: list[float]) -> dict[str, Any]:
+    return {"n": len(values), "p50": _pct(values, 0.5), "p95": _pct(values, 0.95),
+            "max": round(max(values), 3) if values else None}
+
+
+def summarize(results: list[dict[str, Any]], *, n: int, concurrency: int, wall: float,
+              mode: str | None) -> dict[str, Any]:
+    """The run's JSON summary (see the module doc)."""
     ok = [r for r in results if r["status"] == 200 and r["error"] is None]
+    refused = [r for r in results if r["status"] == 429]
     statuses: dict[str, int] = {}
-    for r in results:
-        statuses[str(r["status"])] = statuses.get(str(r["status"]), 0) + 1
     kinds: dict[str, dict[str, int]] = {}
     for r in results:
+        statuses[str(r["status"])] = statuses.get(str(r["status"]), 0) + 1
         kinds.setdefault(r["kind"], {}).setdefault(str(r["status"]), 0)
         kinds[r["kind"]][str(r["status"])] += 1
+    by_mode = {m: _stats([r["seconds"] for r in ok if r["mode"] == m]) for m in sorted({r["mode"] for r in ok})}
+    over = [r for r in ok if r["budget_s"] is not None and r["seconds"] > r["budget_s"]]
     return {
-        "requests": len(results), "not_run": n - len(results), "concurrency": concurrency, "wall_s": round(wall, 1),
-        "statuses": statuses, "by_kind": kinds, "errors": [r for r in results if r["error"]],
-        "refused_429": statuses.get("429", 0), "refused_503": statuses.get("503", 0),
+        "requests": len(results), "not_run": n - len(results), "concurrency": concurrency, "mode": mode or "mixed",
+        "wall_s": round(wall, 1), "statuses": statuses, "by_kind": kinds,
+        "errors": [r for r in results if r["error"]],
+        "accepted": len(ok), "accepted_latency_s_by_mode": by_mode,
+        "accepted_over_budget": len(over), "sse_cut_short": sum(r["sse_cut"] for r in ok),
+        "worst_budget_use": max((round(r["seconds"] / r["budget_s"], 3) for r in ok if r["budget_s"]), default=None),
+        "refused_429": len(refused), "refusal_latency_s": _stats([r["seconds"] for r in refused]),
+        "retry_after_s": {"min": min((r["retry_after_s"] or 0 for r in refused), default=None),
+                          "max": max((r["retry_after_s"] or 0 for r in refused), default=None)},
+        "ran_out_503": statuses.get("503", 0),
         "latency_ok_s": {"p50": _pct([r["seconds"] for r in ok], 0.5), "p95": _pct([r["seconds"] for r in ok], 0.95)},
         "first_byte_ok_s": {"p50": _pct([r["first_byte"] for r in ok], 0.5),
                             "p95": _pct([r["first_byte"] for r in ok], 0.95)},
@@ -194,9 +233,14 @@ def probe(url: str, n: int, mode: str) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m audiopd.serve.loadtest", description=__doc__.split("\n")[0])
     p.add_argument("--url", required=True, help="the server, on the loopback interface only")
-    p.add_argument("--requests", type=int, default=200, help="how many (1..2000; default %(default)s)")
+    p.add_argument("--requests", type=int, default=None, help="how many (1..2000; default 200)")
     p.add_argument("--concurrency", type=int, default=8, help="clients at once (1..32; default %(default)s)")
-    p.add_argument("--max-seconds", type=float, default=1800, help="stop starting requests after this")
+    p.add_argument("--max-seconds", type=float, default=1800,
+                   help="stop starting requests after this; requests left then count as a failure")
+    p.add_argument("--duration", type=float, default=None, metavar="S",
+                   help="run for S seconds, however many requests that is (at most --requests, default 2000 then)")
+    p.add_argument("--mode", choices=MODES, default=None,
+                   help="every synthesis in this mode (default: the mix: auto, some parallel)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--pid", type=int, default=None, help="the server's process id, for its peak RSS")
     p.add_argument("--json", default=None, help="also write the summary here")
@@ -204,6 +248,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--probe", type=int, default=0, metavar="N",
                    help="first, N sequential requests per mode with the openai client (first-byte latency)")
     args = p.parse_args(argv)
+    if args.requests is None:
+        args.requests = 2000 if args.duration is not None else 200
+    if args.duration is not None:
+        if not 0 < args.duration <= 7200:
+            p.error("--duration must be in (0, 7200] seconds")
+        args.max_seconds = args.duration
     host = urlsplit(args.url).hostname
     if host not in LOOPBACK:
         p.error(f"--url must be on the loopback interface ({', '.join(LOOPBACK)}), got {host!r}")
@@ -211,14 +261,15 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--requests 1..2000, --concurrency 1..32, --max-seconds up to 7200")
     probes = [probe(args.url, min(args.probe, 20), m) for m in ("auto", "parallel")] if args.probe > 0 else []
     summary = asyncio.run(run(args.url, args.requests, args.concurrency, args.max_seconds, args.seed,
-                              Path(args.log) if args.log else None))
+                              Path(args.log) if args.log else None, args.mode))
     summary["openai_probe"] = probes
     summary["server_peak_rss_mib"] = peak_rss_mib(args.pid)
     text = json.dumps(summary, indent=1)
     print(text)
     if args.json:
         Path(args.json).write_text(text + "\n")
-    return 0 if not summary["errors"] and not summary["not_run"] else 1
+    unfinished = summary["not_run"] and args.duration is None  # with --duration, requests left are expected
+    return 0 if not summary["errors"] and not unfinished else 1
 
 
 if __name__ == "__main__":

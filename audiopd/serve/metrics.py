@@ -25,7 +25,10 @@ class Metrics:
         self.first_audio = Histogram("audiopd_first_audio_seconds", "Arrival to the first audio byte sent",
                                      buckets=LATENCY_BUCKETS, registry=r)
         self.queue = Gauge("audiopd_requests_admitted", "Synthesis requests decoding or waiting", registry=r)
-        self.refused = Counter("audiopd_requests_refused", "Synthesis requests refused", ("reason",), registry=r)
+        self.queued_work = Gauge("audiopd_queued_work_seconds", "Expected worker seconds of the admitted requests",
+                                 registry=r)
+        self.refused = Counter("audiopd_requests_refused", "Synthesis requests refused (queue_full, busy: at "
+                               "admission; time_budget: ran out after admission)", ("reason",), registry=r)
         self.pieces = Counter("audiopd_pieces", "Sentences spoken, by decoding path and verdict",
                               ("path", "verdict"), registry=r)
         self.synth_seconds = Counter("audiopd_synthesis_seconds", "Worker time spent speaking", registry=r)

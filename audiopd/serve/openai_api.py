@@ -9,7 +9,8 @@ The request follows https://platform.openai.com/docs/api-reference/audio/createS
   speak with the server's default speaker, named in the ``X-Audiopd-Voice`` header, so a client
   written for OpenAI works unchanged; any other name is a 400 that lists the speakers;
 * ``response_format``: wav (the default here; OpenAI's is mp3), pcm (16-bit little-endian mono at
-  24 kHz, as OpenAI sends it), flac, and mp3 / opus only where libsndfile can encode them;
+  24 kHz, as OpenAI sends it), flac, and mp3 / opus only where libsndfile can encode them; pcm streams
+  sentence by sentence, the others come whole (a WAV with its true length) unless ``stream_format`` is sse;
 * ``instructions`` (voice direction) is refused: this voice cannot follow it.
 Errors use OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``, so its client shows them.
 """
@@ -32,10 +33,14 @@ MODEL_ALIASES = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")
 OPENAI_VOICES = ("alloy", "ash", "ballad", "cedar", "coral", "echo", "fable", "marin", "nova", "onyx", "sage",
                  "shimmer", "verse")
 PCM_RATE = 24000  # OpenAI's pcm: "raw samples in 24kHz (16-bit signed, low-endian), without the header"
-STREAMED = ("wav", "pcm")  # sent sentence by sentence as they are decoded; the others are encoded whole
+# pcm goes out sentence by sentence as they are decoded; the others are sent whole, wav with its true length
+# (a streamed WAV header cannot know it: the openai client's speech.create saved files that claimed 27 hours).
+# SSE streams wav or pcm deltas, the first wav delta starting with a header of unknown length.
+STREAMED = ("pcm",)
+SSE_FORMATS = ("wav", "pcm")
 CONTENT_TYPES = {"wav": "audio/wav", "pcm": "audio/pcm", "flac": "audio/flac", "mp3": "audio/mpeg",
                  "opus": "audio/ogg"}
-_SF = {"flac": ("FLAC", "PCM_16"), "mp3": ("MP3", "MPEG_LAYER_III"), "opus": ("OGG", "OPUS")}
+_SF = {"wav": ("WAV", "PCM_16"), "flac": ("FLAC", "PCM_16"), "mp3": ("MP3", "MPEG_LAYER_III"), "opus": ("OGG", "OPUS")}
 _FIELDS: dict[str, tuple[type, ...]] = {
     "model": (str,), "input": (str,), "voice": (str, dict), "response_format": (str,), "speed": (int, float),
     "stream_format": (str,), "instructions": (str,), "mode": (str,), "steps": (int,), "seed": (int,),
@@ -96,8 +101,8 @@ def build_speech_request(fields: dict[str, Any], *, voices: Sequence[str], defau
     stream = fields.get("stream_format") or "audio"
     if stream not in ("audio", "sse"):
         raise RequestError(400, f"stream_format must be audio or sse, got {stream[:20]!r}")
-    if stream == "sse" and fmt not in STREAMED:
-        raise RequestError(400, f"stream_format sse sends {' or '.join(STREAMED)} deltas, not {fmt}")
+    if stream == "sse" and fmt not in SSE_FORMATS:
+        raise RequestError(400, f"stream_format sse sends {' or '.join(SSE_FORMATS)} deltas, not {fmt}")
     mode = fields.get("mode") or "auto"
     if mode not in MODES:
         raise RequestError(400, f"mode must be one of {', '.join(MODES)}, got {mode[:20]!r}")
@@ -125,16 +130,21 @@ def to_pcm_rate(audio: np.ndarray, sample_rate: int) -> np.ndarray:
     return resample(audio, sample_rate, PCM_RATE).astype(np.float32)
 
 
+UNKNOWN_SIZE = 0xFFFFFFFF
+
+
 def streaming_wav_header(sample_rate: int) -> bytes:
-    """A 16-bit mono WAV header for a stream of unknown length: sizes set to the maximum, as OpenAI sends."""
-    size = 0xFFFFFFFF
-    return (b"RIFF" + struct.pack("<I", size) + b"WAVEfmt " + struct.pack("<IHHIIHH", 16, 1, 1, sample_rate,
-                                                                            sample_rate * 2, 2, 16)
-            + b"data" + struct.pack("<I", size - 36))
+    """A 16-bit mono WAV header for a stream of unknown length: RIFF and data sizes 0xFFFFFFFF, as ffmpeg writes
+    to a pipe and OpenAI streams. libsndfile (soundfile) then reads to the end of the data; Python's wave reports
+    the placeholder (2^31 - 1 frames) but its readframes stops at the end too."""
+    return (b"RIFF" + struct.pack("<I", UNKNOWN_SIZE) + b"WAVEfmt "
+            + struct.pack("<IHHIIHH", 16, 1, 1, sample_rate, sample_rate * 2, 2, 16)
+            + b"data" + struct.pack("<I", UNKNOWN_SIZE))
 
 
 def encode(audio: np.ndarray, sample_rate: int, fmt: str) -> bytes:
-    """A whole text in flac / mp3 / opus (libsndfile through soundfile), FLAC with ``say``'s 16-bit samples."""
+    """A whole text in wav / flac / mp3 / opus (libsndfile through soundfile), WAV and FLAC with ``say``'s 16-bit
+    samples; the WAV's RIFF and data sizes are its true ones."""
     from audiopd.audio import audio_bytes
 
     return audio_bytes(audio, sample_rate, *_SF[fmt])

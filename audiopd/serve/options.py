@@ -23,10 +23,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="longest text accepted; longer requests get 413 (default: %(default)s)")
     p.add_argument("--threads", type=int, default=None, metavar="N", help="torch threads (default: torch's choice)")
     p.add_argument("--queue", type=int, default=16, metavar="N",
-                   help="requests admitted at once (decoding + waiting); one more gets 429 (default: %(default)s)")
+                   help="requests admitted at once (decoding, waiting, streaming out); one more gets 429 "
+                        "(default: %(default)s)")
     p.add_argument("--time-budget", type=float, default=10.0, metavar="S",
-                   help="per-request time budget: S seconds plus --time-budget-per-char per character; when it "
-                        "runs out a request gets 503, a stream ends after the sentences sent (default: %(default)s)")
+                   help="per-request time budget from arrival to the last sentence: S seconds plus "
+                        "--time-budget-per-char per character. A request that could not finish within it behind "
+                        "the work queued ahead (estimated from measured RTF) gets 429 with Retry-After at once; "
+                        "one that runs out anyway gets 503, a stream ends after the sentences sent "
+                        "(default: %(default)s)")
     p.add_argument("--time-budget-per-char", type=float, default=0.05, metavar="S",
                    help="seconds of budget per character of text (default: %(default)s)")
     p.add_argument("--allow-host", action="append", default=[], metavar="HOST[:PORT]",
