@@ -79,7 +79,10 @@ def test_only_the_collecting_thread_records(clock) -> None:
 
 # ----------------------------------------------------------------------------------------- the facade
 class SlowCodec(FixtureCodec):
-    """The fixture codec, 30 ms slower per decode call."""
+    """The fixture codec, 30 ms slower per decode call; decoded one chunk at a time (with ``concurrent_decode``
+    and more than one torch thread, set by an earlier test, two chunks' sleeps would overlap on the wall clock)."""
+
+    concurrent_decode = False
 
     def _decode(self, codes: np.ndarray) -> np.ndarray:
         time.sleep(0.03)
@@ -94,6 +97,7 @@ def slow_checker(audio, sample_rate, text, **kw):
 def test_the_facade_charges_each_stage_to_its_own_row() -> None:
     # Small chunks: two groups of one chunk each (different lengths), so two decode calls and one join.
     tts = Synthesizer(tiny_voice(), SlowCodec(), config=SynthesisConfig(max_chunk_chars=60), checker=slow_checker)
+    tts.synthesize(TEXT, mode="auto", seed=0)  # warm-up: a process's first torch calls pay one-off setup
     with timing.collect() as times:
         res = tts.synthesize(TEXT, mode="auto", seed=0)
     assert res.report["chunks"] == 2 and len(res.report["attempts"]) == 2  # both chunks passed at once
