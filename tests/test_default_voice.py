@@ -1,5 +1,5 @@
-"""Smoke test of the shipped voices: the default (joe) and the flite voice load offline, verify, and speak in
-both modes."""
+"""Smoke test of the shipped voices: the default (natural, the Kokoro-taught voice), joe and the flite voice load
+offline, verify, and speak in both modes."""
 
 from __future__ import annotations
 
@@ -10,13 +10,15 @@ import audiopd
 
 
 @pytest.mark.parametrize("name, speakers, rate, speaker", [
-    (None, {"joe"}, 22050, "joe"),                               # audiopd.load(): the default voice
+    (None, {"adam", "heart"}, 22050, "adam"),                    # audiopd.load(): the default voice, natural
+    ("joe", {"joe"}, 22050, "joe"),
     ("flite", {"slt", "rms", "awb", "kal16"}, 16000, "rms"),
+    ("natural", {"heart", "adam"}, 22050, "heart"),               # float16 weights, widened on load
 ])
 def test_shipped_voice_speaks_in_parallel_and_serial_mode(name, speakers, rate, speaker) -> None:
     tts = audiopd.load(name)
     assert set(tts.voices) == speakers and tts.sample_rate == rate
-    assert tts.voice_name == (name or "joe")
+    assert tts.voice_name == (name or "natural")
     text = "Good morning."
     for mode in ("parallel", "serial"):
         r = tts.synthesize(text, voice=speaker, mode=mode, seed=0)

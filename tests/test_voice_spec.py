@@ -48,8 +48,9 @@ def test_an_unknown_name_is_refused_with_the_shipped_voices(voices) -> None:
 
 
 def test_the_flite_speakers_belong_to_the_shipped_flite_voice() -> None:
-    # The repository's own voices: `--voice slt` keeps meaning flite's slt now that joe is the default.
-    assert DEFAULT_VOICE == "joe"
+    # The repository's own voices: `--voice slt` keeps meaning flite's slt, `--voice joe` the voice joe.
+    assert DEFAULT_VOICE == "natural"
     assert speaker_owner("joe") == "joe"
     assert {speaker_owner(s) for s in ("slt", "rms", "awb", "kal16")} == {"flite"}
+    assert speaker_owner("heart") == speaker_owner("adam") == "natural"  # `--voice heart`: the Kokoro-taught voice
     assert speaker_owner("nobody") is None

@@ -37,3 +37,12 @@ def test_joes_checker_thresholds_load_and_ship() -> None:
     assert (cfg.max_per, cfg.max_phone_deletions, cfg.max_phone_insertions) == (0.5, 6, 4)
     shipped = CONF.parents[2] / "voices" / "joe" / "checker.yaml"
     assert shipped.read_text(encoding="utf-8") == (CONF / "checker_joe.yaml").read_text(encoding="utf-8")
+
+
+def test_the_natural_voices_checker_thresholds_load_and_ship() -> None:
+    # joe's values, unchanged for the first Kokoro-taught weights (the file's comments say how they behave there).
+    cfg = parse_checker_file(CONF / "checker_natural.yaml")
+    joe = parse_checker_file(CONF / "checker_joe.yaml")
+    assert cfg == joe
+    shipped = CONF.parents[2] / "voices" / "natural" / "checker.yaml"
+    assert shipped.read_text(encoding="utf-8") == (CONF / "checker_natural.yaml").read_text(encoding="utf-8")
