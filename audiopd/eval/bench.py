@@ -106,6 +106,18 @@ class BenchOptionError(AudiopdError, ValueError):
     """A benchmark option is out of range, or the voice cannot produce the asked lengths."""
 
 
+def check_run_options(lengths: tuple[float, ...], repeats: int, steps: int | None, seed: int) -> None:
+    """The options every bench view shares (target lengths, repeats, level-0 steps, seed), each a one-line error."""
+    if not lengths or any(not 0 < x <= MAX_LENGTH_S for x in lengths):
+        raise BenchOptionError(f"lengths must be seconds in (0, {MAX_LENGTH_S:.0f}], got {list(lengths)}")
+    if repeats < 1:
+        raise BenchOptionError(f"repeats must be >= 1, got {repeats}")
+    if steps is not None and not 1 <= steps <= 256:
+        raise BenchOptionError(f"steps must lie in 1..256, got {steps}")
+    if seed < 0:
+        raise BenchOptionError(f"seed must be >= 0, got {seed}")
+
+
 @dataclass(frozen=True)
 class BenchConfig:
     lengths: tuple[float, ...] = (1.0, 2.0, 5.0, 10.0, 20.0)  # target seconds per text
@@ -117,16 +129,9 @@ class BenchConfig:
     warmup: bool = True
 
     def validate(self) -> None:
-        if not self.lengths or any(not 0 < x <= MAX_LENGTH_S for x in self.lengths):
-            raise BenchOptionError(f"lengths must be seconds in (0, {MAX_LENGTH_S:.0f}], got {list(self.lengths)}")
+        check_run_options(self.lengths, self.repeats, self.steps, self.seed)
         if not self.batches or any(not 1 <= b <= MAX_BATCH for b in self.batches):
             raise BenchOptionError(f"batch sizes must lie in 1..{MAX_BATCH}, got {list(self.batches)}")
-        if self.repeats < 1:
-            raise BenchOptionError(f"repeats must be >= 1, got {self.repeats}")
-        if self.steps is not None and not 1 <= self.steps <= 256:
-            raise BenchOptionError(f"steps must lie in 1..256, got {self.steps}")
-        if self.seed < 0:
-            raise BenchOptionError(f"seed must be >= 0, got {self.seed}")
 
     def modes(self, batch: int) -> tuple[str, ...]:
         return (PARALLEL, SERIAL, AUTO) if self.auto and batch == 1 else (PARALLEL, SERIAL)

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from audiopd import timing
-from audiopd.eval.bench import AUTO, MAX_LENGTH_S, PARALLEL, SERIAL, BenchOptionError, build_text
+from audiopd.eval.bench import AUTO, PARALLEL, SERIAL, BenchOptionError, build_text, check_run_options
 
 STAGE_LENGTHS = (1.0, 2.0, 5.0, 10.0, 20.0)
 STAGE_MODES = (PARALLEL, AUTO, SERIAL)
@@ -65,16 +65,9 @@ class StagesConfig:
     warmup: bool = True
 
     def validate(self) -> None:
-        if not self.lengths or any(not 0 < x <= MAX_LENGTH_S for x in self.lengths):
-            raise BenchOptionError(f"lengths must be seconds in (0, {MAX_LENGTH_S:.0f}], got {list(self.lengths)}")
-        if self.repeats < 1:
-            raise BenchOptionError(f"repeats must be >= 1, got {self.repeats}")
+        check_run_options(self.lengths, self.repeats, self.steps, self.seed)
         if not self.modes or any(m not in STAGE_MODES for m in self.modes):
             raise BenchOptionError(f"modes must be among {', '.join(STAGE_MODES)}, got {list(self.modes)}")
-        if self.steps is not None and not 1 <= self.steps <= 256:
-            raise BenchOptionError(f"steps must lie in 1..256, got {self.steps}")
-        if self.seed < 0:
-            raise BenchOptionError(f"seed must be >= 0, got {self.seed}")
 
 
 def timed_call(tts, text: str, mode: str, cfg: StagesConfig, speaker: str | None) -> dict[str, Any]:

@@ -173,6 +173,13 @@ def initial_weights(source: str | Path, model: dict[str, Any], voices: tuple[str
     return weights, what
 
 
+def speaker_tables(weights: dict[str, torch.Tensor], num_speakers: int) -> list[str]:
+    """The names of a voice's speaker embedding tables (a ``*speaker.weight`` with one row per speaker): the only
+    weights that depend on the number of speakers."""
+    return [k for k, v in weights.items()
+            if k.endswith("speaker.weight") and v.ndim == 2 and v.shape[0] == num_speakers]
+
+
 def map_speakers(weights: dict[str, torch.Tensor], their_voices: tuple[str, ...], their_teachers: tuple[str, ...],
                  voices: tuple[str, ...]) -> tuple[dict[str, torch.Tensor], str]:
     """Speaker tables re-indexed to a new run's ``voices`` (a grown or reordered speaker table).
@@ -182,7 +189,7 @@ def map_speakers(weights: dict[str, torch.Tensor], their_voices: tuple[str, ...]
     already speaks well, rather than from noise. Everything else in the model is shared by all speakers.
     """
     n = len(their_voices)
-    tables = [k for k, v in weights.items() if k.endswith("speaker.weight") and v.ndim == 2 and v.shape[0] == n]
+    tables = speaker_tables(weights, n)
     if not tables or n == 0:
         raise ArtifactError("map_speakers: the source weights hold no speaker table")
     known = {name: i for i, name in enumerate(their_voices)}

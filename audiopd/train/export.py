@@ -30,7 +30,7 @@ from audiopd.model.voice import (
     parse_checker_text,
     save_voice,
 )
-from audiopd.train.checkpoint import latest_checkpoint, read_state
+from audiopd.train.checkpoint import latest_checkpoint, read_state, speaker_tables
 
 
 def stamp_codec(info: VoiceInfo, codec: str | Path | None = None) -> VoiceInfo:
@@ -95,7 +95,7 @@ def keep_speakers(state: dict[str, torch.Tensor], info: VoiceInfo, mcfg: ModelCo
     if len(set(ids)) != len(ids):
         raise ArtifactError(f"speakers {', '.join(speakers)} name one speaker twice")
     n = mcfg.num_speakers
-    tables = [k for k, v in state.items() if k.endswith("speaker.weight") and v.ndim == 2 and v.shape[0] == n]
+    tables = speaker_tables(state, n)
     if not tables:
         raise ArtifactError("keep_speakers: the weights hold no speaker table")
     index = torch.tensor(ids)
