@@ -52,6 +52,9 @@ class FastVocoderConfig:
         return self.sharpen != 1.0 or self.sharpen_high not in (0.0, 1.0)
 
 
+MAX_SMOOTH_FRAMES = 4.0  # a wider blur smears phones into each other (~46 ms at mel22k's 86 frames/s)
+
+
 @dataclass(frozen=True)
 class MelCodecConfig:
     name: str
@@ -74,6 +77,10 @@ class MelCodecConfig:
     hq_weights: str = "data/generator_universal.pth.tar"
     hq_sha256: str = "771eaf4876485a35e25577563d390c262e23c2421e4a8c929eacfde34a5b7a60"
     fast: FastVocoderConfig = field(default_factory=FastVocoderConfig)
+    # Decode-time: a Gaussian of this many frames (sigma; 0 = off) over time on the token-decoded log-mel, before
+    # any vocoder. Model-predicted tokens jump from frame to frame where true ones do not; the figures that chose
+    # the value are in codecs/mel22k/README.md, "Smoothing". Not part of the token fingerprint.
+    smooth_frames: float = 0.0
     description: str = ""
 
     def __post_init__(self) -> None:
@@ -100,6 +107,9 @@ class MelCodecConfig:
         if not 1.0 <= self.fast.sharpen <= 8.0 or not (high == 0.0 or 1.0 <= high <= 8.0):
             raise ArtifactError(f"mel codec {self.name!r}: fast.sharpen and fast.sharpen_high must be in [1, 8] "
                                 f"(sharpen_high 0: none), got {self.fast.sharpen}, {self.fast.sharpen_high}")
+        if not 0.0 <= self.smooth_frames <= MAX_SMOOTH_FRAMES:
+            raise ArtifactError(f"mel codec {self.name!r}: smooth_frames must be in [0, {MAX_SMOOTH_FRAMES:g}], got "
+                                f"{self.smooth_frames}")
         if not 0 < self.fast.sharpen_high_hz <= self.sample_rate / 2:
             raise ArtifactError(f"mel codec {self.name!r}: fast.sharpen_high_hz must be in (0, Nyquist], got "
                                 f"{self.fast.sharpen_high_hz}")

@@ -51,7 +51,7 @@ class OracleInputError(AudiopdError, ValueError):
     """The data or an option of the oracle evaluation is unusable."""
 
 
-def _decode_system(system: str, tts, utt, speaker: int, seed: int) -> np.ndarray:
+def decode_system(system: str, tts, utt, speaker: int, seed: int) -> np.ndarray:
     """Codes [Q, T] of one system for one shard utterance."""
     import torch
 
@@ -82,21 +82,12 @@ def _decode_system(system: str, tts, utt, speaker: int, seed: int) -> np.ndarray
     return res.codes[0, :, : int(res.lengths[0])].numpy()
 
 
-def evaluate(tts, data: str | Path, *, n: int = 40, speakers: Sequence[str] | None = None,
-             systems: Sequence[str] = SYSTEMS, seed: int = 0, recognizer: Recognizer | None = None,
-             log: Callable[[str], None] | None = None, judge: judging.EvalJudge | None = None,
-             split: str = "test") -> dict[str, Any]:
-    """WER per speaker and system (see the module doc) on the ``split`` token shard; returns a JSON-able report."""
-    from audiopd.audio import read_audio
-    from audiopd.text.wer import wer
+def pick_utterances(tts, data: str | Path, *, split: str = "test", n: int = 40,
+                    speakers: Sequence[str] | None = None) -> tuple[dict[str, list], dict, dict[str, str]]:
+    """The first ``n`` shard utterances of each speaker of the ``split`` token shard: (speaker -> utterances,
+    (corpus voice, id) -> (text, wav), voice speaker -> corpus speaker)."""
     from audiopd.train.shards import Shard, find_shards
 
-    log = log or (lambda msg: None)
-    bad = [s for s in systems if s not in SYSTEMS]
-    if bad or not systems:
-        raise OracleInputError(f"systems must be a non-empty list of {', '.join(SYSTEMS)}, got {list(systems)}")
-    if n < 1:
-        raise OracleInputError(f"n must be >= 1, got {n}")
     data = Path(data)
     shard_dir = data / "tokens" / tts.codec.name
     if split not in ("dev", "test"):
@@ -114,8 +105,6 @@ def evaluate(tts, data: str | Path, *, n: int = 40, speakers: Sequence[str] | No
     unknown = [s for s in speakers if s not in voices]
     if unknown:
         raise OracleInputError(f"unknown speaker(s) {', '.join(unknown)}: the voice has {', '.join(voices)}")
-    if judge is None:
-        judge = judging.EvalJudge(recognizer) if recognizer else judging.make_judge(judging.JudgeConfig())
     picked: dict[str, list] = {s: [] for s in speakers}
     for path in paths:
         shard = Shard(path)
@@ -129,6 +118,28 @@ def evaluate(tts, data: str | Path, *, n: int = 40, speakers: Sequence[str] | No
             sp = by_corpus.get(table[u.speaker]) if u.speaker < len(table) else None
             if sp in picked and len(picked[sp]) < n:
                 picked[sp].append(u)
+    return picked, texts, corpus_name
+
+
+def evaluate(tts, data: str | Path, *, n: int = 40, speakers: Sequence[str] | None = None,
+             systems: Sequence[str] = SYSTEMS, seed: int = 0, recognizer: Recognizer | None = None,
+             log: Callable[[str], None] | None = None, judge: judging.EvalJudge | None = None,
+             split: str = "test") -> dict[str, Any]:
+    """WER per speaker and system (see the module doc) on the ``split`` token shard; returns a JSON-able report."""
+    from audiopd.audio import read_audio
+    from audiopd.text.wer import wer
+
+    log = log or (lambda msg: None)
+    bad = [s for s in systems if s not in SYSTEMS]
+    if bad or not systems:
+        raise OracleInputError(f"systems must be a non-empty list of {', '.join(SYSTEMS)}, got {list(systems)}")
+    if n < 1:
+        raise OracleInputError(f"n must be >= 1, got {n}")
+    picked, texts, corpus_name = pick_utterances(tts, data, split=split, n=n, speakers=speakers)
+    speakers, voices = list(picked), list(tts.voices)
+    data = Path(data)
+    if judge is None:
+        judge = judging.EvalJudge(recognizer) if recognizer else judging.make_judge(judging.JudgeConfig())
     t0 = time.perf_counter()
     utts, rows = [], []
     for sp in speakers:
@@ -139,7 +150,7 @@ def evaluate(tts, data: str | Path, *, n: int = 40, speakers: Sequence[str] | No
                 if system == "teacher":
                     audio, rate = read_audio(data / wav)
                 else:
-                    codes = _decode_system(system, tts, u, voices.index(sp), seed)
+                    codes = decode_system(system, tts, u, voices.index(sp), seed)
                     audio, rate = tts.codec.decode(codes[None])[0], tts.sample_rate
                 sc = judge.score(text, audio, rate)
                 refs.append(sc["ref"])

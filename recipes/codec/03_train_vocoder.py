@@ -47,8 +47,10 @@ REPO = Path(__file__).resolve().parents[2]
 WEIGHTS = "fast.safetensors"
 
 
-def export(run: Path, artifact: Path, default_decoder: str | None, fast: dict | None = None) -> None:
-    """Ship ``run``'s last checkpoint in ``artifact``; ``fast`` sets keys of its ``fast`` config (None = kept)."""
+def export(run: Path, artifact: Path, default_decoder: str | None, fast: dict | None = None,
+           smooth_frames: float | None = None) -> None:
+    """Ship ``run``'s last checkpoint in ``artifact``; ``fast`` sets keys of its ``fast`` config (None = kept), as
+    ``smooth_frames`` sets the decode-time blur over time (``MelCodecConfig.smooth_frames``)."""
     import yaml
 
     from audiopd.artifacts import write_checksums
@@ -62,6 +64,8 @@ def export(run: Path, artifact: Path, default_decoder: str | None, fast: dict | 
     cfg["fast"].update({k: v for k, v in (fast or {}).items() if v is not None})
     if default_decoder:
         cfg["default_decoder"] = default_decoder
+    if smooth_frames is not None:
+        cfg["smooth_frames"] = float(smooth_frames)
     (artifact / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     write_checksums(artifact)
     codec = load_codec(artifact, decoder="fast")  # proves the artifact loads with the new weights
@@ -170,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
                        help="with --export: the postfilter's exponent from --sharpen-high-hz up, rising linearly "
                             "from --sharpen (0 = --sharpen everywhere)")
         p.add_argument("--sharpen-high-hz", type=float, default=None, help="with --export (default 4000)")
+        p.add_argument("--smooth-frames", type=float, default=None,
+                       help="with --export: the decode-time Gaussian over time on the token mel, sigma in frames "
+                            "(0 = off; chosen by stage 08 on a voice's output)")
     args = cc.stage_args(__doc__.splitlines()[0], argv, extra)
     data, artifact = Path(args.data), Path(args.codec)
     run = Path(args.run) if args.run else data / "vocoder"
@@ -177,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         export(run, artifact, args.default_decoder, {"phase_iters": args.phase_iters, "head": args.head,
                                                      "phase_momentum": args.phase_momentum,
                                                      "sharpen": args.sharpen, "sharpen_high": args.sharpen_high,
-                                                     "sharpen_high_hz": args.sharpen_high_hz})
+                                                     "sharpen_high_hz": args.sharpen_high_hz},
+               args.smooth_frames)
         return 0
     import torch
 

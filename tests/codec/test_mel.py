@@ -10,7 +10,7 @@ import yaml
 from mel_fixtures import CARD, LEVELS, TINY_FAST, chirp, codebooks, write_mel_artifact
 
 from audiopd.codec import load_codec
-from audiopd.codec.mel import MelAnalyzer, MelCodec, MelCodecConfig, mel_basis
+from audiopd.codec.mel import MelAnalyzer, MelCodec, MelCodecConfig, mel_basis, smooth_time
 from audiopd.errors import ArtifactError
 
 HOP = 256
@@ -103,6 +103,41 @@ def test_fast_phase_iterations_fit_the_output_to_the_predicted_magnitude() -> No
     assert spectral_convergence(y1, target, cfg.n_fft, HOP) < 0.7 * spectral_convergence(y0, target, cfg.n_fft, HOP)
 
 
+def test_smooth_time_keeps_length_and_constants_and_blurs_a_step() -> None:
+    rng = np.random.default_rng(0)
+    mel = rng.normal(size=(2, 40, 5)).astype(np.float32)
+    assert smooth_time(mel, 0.0) is mel
+    out = smooth_time(mel, 0.7)
+    assert out.shape == mel.shape and out.dtype == np.float32
+    np.testing.assert_allclose(smooth_time(np.full((7, 3), -4.0, np.float32), 1.5), -4.0, rtol=1e-6)
+    step = np.repeat(np.array([0.0, 1.0], np.float32), 10)[:, None]
+    got = smooth_time(step, 1.0)[:, 0]
+    assert np.all(np.diff(got) >= -1e-7) and 0 < got[9] < 0.5 < got[10] < 1  # monotone, the edge softened
+    assert got[0] == 0 and got[-1] == 1  # far from the edge nothing moves (the kernel stops at 3 sigma)
+    # frame by frame it is the weighted mean over the frames that exist (no padding leaks into the edges)
+    sigma, t = 0.7, 3
+    w = np.exp(-0.5 * (np.arange(-t, t + 1) / sigma) ** 2)
+    x = mel[0, :, 0]
+    for i in (0, 1, 20, 39):
+        idx = np.arange(i - t, i + t + 1)
+        ok = (idx >= 0) & (idx < len(x))
+        assert out[0, i, 0] == pytest.approx(float((w[ok] * x[idx[ok]]).sum() / w[ok].sum()), abs=1e-5)
+
+
+def test_decode_smooths_the_token_mel_by_the_config(art, tmp_path) -> None:
+    import dataclasses
+
+    from audiopd.codec.mel import smooth_time as blur
+
+    plain = load_codec(art)
+    smooth = MelCodec(dataclasses.replace(plain.cfg, smooth_frames=1.0), plain.codebooks, plain.directory)
+    assert smooth.token_fingerprint == plain.token_fingerprint  # decoding only: tokens mean the same
+    codes = plain.encode(chirp(0.3))
+    want = plain.vocode(blur(plain.decode_mel(codes[0])[None], 1.0))
+    np.testing.assert_allclose(smooth.decode(codes), want, atol=1e-5)
+    assert not np.allclose(plain.decode(codes), want, atol=1e-3)
+
+
 def test_unknown_and_untrained_decoders_are_clear_errors(art, tmp_path) -> None:
     with pytest.raises(ArtifactError, match=r"no decoder 'vocos' \(known: hq, fast\)"):
         load_codec(art, decoder="vocos")
@@ -130,6 +165,8 @@ def test_world_codec_has_one_decoder() -> None:
     ({"fast": {"sharpen": 0.5}}, "fast.sharpen and fast.sharpen_high must be in"),
     ({"fast": {"sharpen_high": 0.5}}, "fast.sharpen and fast.sharpen_high must be in"),
     ({"fast": {"sharpen_high_hz": 0}}, "sharpen_high_hz must be in"),
+    ({"smooth_frames": -0.5}, "smooth_frames must be in"),
+    ({"smooth_frames": 9.0}, "smooth_frames must be in"),
     ({"num_codebooks": LEVELS + 1}, "codebooks"),
 ])
 def test_config_is_strict(tmp_path, edit: dict, needle: str) -> None:

@@ -14,7 +14,7 @@ import audiopd
 from audiopd.artifacts import DEFAULT_VOICE
 from audiopd.eval.oracle import (
     OracleInputError,
-    _decode_system,
+    decode_system,
     evaluate,
     main,
     markdown_table,
@@ -60,16 +60,16 @@ def first_utt(data: Path):
 def test_systems_keep_exactly_their_ground_truth(env) -> None:
     tts = audiopd.load()
     u = first_utt(env)
-    assert np.array_equal(_decode_system("codec", tts, u, 0, 0), u.codes)
-    fine = _decode_system("fine", tts, u, 0, 0)
+    assert np.array_equal(decode_system("codec", tts, u, 0, 0), u.codes)
+    fine = decode_system("fine", tts, u, 0, 0)
     assert fine.shape == u.codes.shape and np.array_equal(fine[0], u.codes[0])
     assert not np.array_equal(fine[1:], u.codes[1:])  # the model's guesses, not the truth
     for system in ("gt_dur_parallel", "gt_dur_serial"):
-        assert _decode_system(system, tts, u, 0, 0).shape == u.codes.shape  # ground-truth timing
+        assert decode_system(system, tts, u, 0, 0).shape == u.codes.shape  # ground-truth timing
     for system in ("parallel", "serial"):  # the voice's own timing: 5 frames per token
-        assert _decode_system(system, tts, u, 0, 0).shape == (4, len(u.phonemes) * FRAMES_PER_TOKEN)
-    a = _decode_system("parallel", tts, u, 0, 7)
-    assert np.array_equal(a, _decode_system("parallel", tts, u, 0, 7))  # deterministic for a seed
+        assert decode_system(system, tts, u, 0, 0).shape == (4, len(u.phonemes) * FRAMES_PER_TOKEN)
+    a = decode_system("parallel", tts, u, 0, 7)
+    assert np.array_equal(a, decode_system("parallel", tts, u, 0, 7))  # deterministic for a seed
 
 
 def test_wer_rows_per_speaker_and_pooled(env) -> None:
