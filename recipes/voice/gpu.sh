@@ -16,7 +16,7 @@ set -euo pipefail
 TOKENS="${1:?usage: gpu.sh TOKENS OUT}"
 OUT="${2:?usage: gpu.sh TOKENS OUT}"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO="$HERE/../.."
+REPO="$(cd "$HERE/../.." && pwd)"
 PY="${PYTHON:-python3}"
 export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
 INIT="${INIT:-$([ -d "$REPO/voices/natural" ] && echo "$REPO/voices/natural" || echo "$REPO/voices/joe")}"
