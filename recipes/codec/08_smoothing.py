@@ -41,15 +41,21 @@ def main(argv: list[str] | None = None) -> int:
 
     judging.add_arguments(ap)
     args = ap.parse_args(argv)
-    sigmas = [float(x) for x in args.sigmas.split(",")]
+    try:
+        sigmas = [float(x) for x in args.sigmas.split(",")]
+    except ValueError:
+        raise SystemExit(f"--sigmas: comma-separated numbers, got {args.sigmas!r}") from None
     if not sigmas or any(not 0 <= s <= 4 for s in sigmas):
         raise SystemExit(f"--sigmas: each in [0, 4] frames, got {args.sigmas!r}")
+    if args.n < 1:
+        raise SystemExit(f"--n must be >= 1, got {args.n}")
 
     import torch
 
     import audiopd
     from audiopd.codec.mel import smooth_time
     from audiopd.eval.compare import paired_mean
+    from audiopd.errors import AudiopdError
     from audiopd.eval.oracle import decode_system, pick_utterances
     from audiopd.text.wer import wer
 
@@ -60,7 +66,10 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"codec {codec.name!r} is not a mel codec: nothing to smooth")
     judge = judging.from_args(args)
     speakers = args.speakers.split(",") if args.speakers else None
-    picked, texts, corpus_name = pick_utterances(tts, args.data, split=args.split, n=args.n, speakers=speakers)
+    try:
+        picked, texts, corpus_name = pick_utterances(tts, args.data, split=args.split, n=args.n, speakers=speakers)
+    except AudiopdError as exc:
+        raise SystemExit(f"error: {exc}") from None
     voices = list(tts.voices)
     scores: dict[tuple[str, str, float], dict[str, dict]] = {}
     for sp, utts in picked.items():
