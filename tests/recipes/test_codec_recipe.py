@@ -96,8 +96,9 @@ def test_fit_train_export_and_pareto(data: Path, tmp_path) -> None:
     assert train03.main(["--data", str(data), "--codec", str(art), "--steps", "2", "--batch", "2",
                          "--targets", "natural"]) == 0
     assert train03.main(["--data", str(data), "--codec", str(art), "--export", "--phase-iters", "4",
-                         "--phase-momentum", "1.1"]) == 0
+                         "--phase-momentum", "1.1", "--smooth-frames", "0.7"]) == 0
     fast = load_codec(art, decoder="fast")
+    assert fast.cfg.smooth_frames == 0.7  # the decode-time blur lands in the artifact's config
     assert fast.decoders == ("hq", "fast") and fast.decode(fast.encode(np.zeros(600, np.float32))).shape == (1, 768)
     assert (fast.cfg.fast.trained_steps, fast.cfg.fast.phase_iters, fast.cfg.fast.phase_momentum) == (2, 4, 1.1)
     assert cc.candidate_tag(fast, art, "fast").endswith("-fgla4x1.1")  # same weights, other phase: a candidate
