@@ -40,7 +40,7 @@ def test_joes_checker_thresholds_load_and_ship() -> None:
 
 
 def test_the_natural_voices_checker_thresholds_load_and_ship() -> None:
-    # joe's values, unchanged for the first Kokoro-taught weights (the file's comments say how they behave there).
+    # joe's values, unchanged for the Kokoro-taught weights (the file's comments say how they behave there).
     cfg = parse_checker_file(CONF / "checker_natural.yaml")
     joe = parse_checker_file(CONF / "checker_joe.yaml")
     assert cfg == joe
