@@ -130,6 +130,13 @@ class Synthesizer:
         # Thresholds of that default checker: the voice artifact's checker.yaml, else CheckerConfig().
         self.checker_config: CheckerConfig | None = getattr(model, "checker_config", None)
         _check_compatible(model, codec)
+        # Each speaker's codec view (its own blur, VoiceInfo.smooth_frames), built now so that a codec that cannot
+        # blur fails at load time, not at the first sentence.
+        self._speaker_codecs = _speaker_codecs(model, codec)
+
+    def codec_for(self, speaker: int) -> Codec:
+        """The codec that decodes speaker ``speaker``'s tokens: ``codec``, blurred as the voice asks."""
+        return self._speaker_codecs.get(speaker, self.codec)
 
     @property
     def voices(self) -> tuple[str, ...]:
@@ -187,7 +194,7 @@ class Synthesizer:
         with timing.span(timing.DURATIONS):
             self._predict_durations(items, speed)
         renderer = Renderer(self.model, self.codec, parallel=self.config.parallel, serial=self.config.serial,
-                            auto=self.config.auto, cost=self.cost, checker=checker)
+                            auto=self.config.auto, cost=self.cost, checker=checker, codec_for=self.codec_for)
         deadline = None if time_budget_s is None else t_start + time_budget_s
         outcomes = {}
         total_frames = max(1, sum(it.frames for it in items))
@@ -309,6 +316,12 @@ def _validate_options(mode: str, steps: int | None, seed: int | None, speed: flo
         raise SynthesisOptionError(f"speed must be between {lo} and {hi}, got {speed!r}")
     if time_budget_s is not None and not time_budget_s > 0:
         raise SynthesisOptionError(f"time_budget_s must be > 0, got {time_budget_s!r}")
+
+
+def _speaker_codecs(model, codec: Codec) -> dict[int, Codec]:
+    info = getattr(model, "info", None)
+    frames = getattr(info, "smooth_frames", ())
+    return {i: codec.smoothed(f) for i, f in enumerate(frames)}
 
 
 def _check_compatible(model, codec: Codec) -> None:

@@ -99,6 +99,14 @@ class Codec(abc.ABC):
     def _select_decoder(self, name: str) -> None:
         """Adapter hook: prepare decoder ``name`` (load its weights) before it becomes the current one."""
 
+    def smoothed(self, frames: float) -> Codec:
+        """This codec, decoding with a blur of ``frames`` (a Gaussian's sigma) over time before its vocoder: a
+        decode-time choice like the decoder, never a change of what tokens mean. A voice asks for it per speaker
+        (``VoiceInfo.smooth_frames``); an adapter that cannot blur raises ``ArtifactError``."""
+        from audiopd.errors import ArtifactError
+
+        raise ArtifactError(f"codec {self.name!r} ({type(self).__name__}) has no decode-time smoothing")
+
     def num_frames(self, num_samples: int) -> int:
         """Frames produced for ``num_samples`` of audio."""
         return int(np.ceil(num_samples * self.frame_rate / self.sample_rate))

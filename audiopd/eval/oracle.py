@@ -151,7 +151,7 @@ def evaluate(tts, data: str | Path, *, n: int = 40, speakers: Sequence[str] | No
                     audio, rate = read_audio(data / wav)
                 else:
                     codes = decode_system(system, tts, u, voices.index(sp), seed)
-                    audio, rate = tts.codec.decode(codes[None])[0], tts.sample_rate
+                    audio, rate = tts.codec_for(voices.index(sp)).decode(codes[None])[0], tts.sample_rate
                 sc = judge.score(text, audio, rate)
                 refs.append(sc["ref"])
                 hyps.append(sc["hyp"])

@@ -60,14 +60,27 @@ class VoiceInfo:
     # not recorded (the flite voice's speakers are named after their teachers). Evaluation finds the teacher's
     # recordings in a corpus manifest under this name.
     teachers: tuple[str, ...] = field(default_factory=tuple)
+    # Each voice's decode-time blur over time (``Codec.smoothed``, frames), in the order of ``voices``; () = the
+    # codec's own setting for all. Per speaker because the predicted fine levels of one speaker jump more than
+    # another's (recipes/voice/README.md, "Smoothing per speaker").
+    smooth_frames: tuple[float, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
         if self.teachers and len(self.teachers) != len(self.voices):
             raise ArtifactError(f"teachers names {len(self.teachers)} teacher(s) for {len(self.voices)} voice(s)")
+        if self.smooth_frames and len(self.smooth_frames) != len(self.voices):
+            raise ArtifactError(f"smooth_frames gives {len(self.smooth_frames)} value(s) for {len(self.voices)} "
+                                "voice(s)")
+        if any(not 0.0 <= s <= 4.0 for s in self.smooth_frames):
+            raise ArtifactError(f"smooth_frames must lie in [0, 4] frames, got {list(self.smooth_frames)}")
 
     def teacher(self, voice: str) -> str:
         """The corpus name of ``voice``'s teacher: the recorded one, else the voice's own name."""
         return self.teachers[self.speaker_id(voice)] if self.teachers else voice
+
+    def smoothing(self, voice: str | int) -> float | None:
+        """``voice``'s own decode-time blur in frames; None = the codec's setting."""
+        return self.smooth_frames[self.speaker_id(voice)] if self.smooth_frames else None
 
     def speaker_id(self, voice: str | int) -> int:
         """Speaker index for a voice name (or a valid index)."""

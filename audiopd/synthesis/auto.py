@@ -215,8 +215,10 @@ class Renderer:
     """Runs the ladder for a group of items with one model, codec, checker and cost model."""
 
     def __init__(self, model, codec, *, parallel: ParallelConfig, serial: SerialConfig, auto: AutoConfig,
-                 cost: CostModel, checker: Checker | None) -> None:
+                 cost: CostModel, checker: Checker | None, codec_for: Callable[[int], Any] | None = None) -> None:
         self.model, self.codec = model, codec
+        # Speaker -> the codec view that decodes its tokens (``Synthesizer.codec_for``: a per-speaker blur).
+        self.codec_for = codec_for
         self.parallel, self.serial, self.auto, self.cost = parallel, serial, auto, cost
         self.checker = checker
         self.frame_rate = float(codec.frame_rate)
@@ -310,7 +312,7 @@ class Renderer:
         level0 = res.stats.steps_per_level[0] if res.stats.steps_per_level else 0
         all_codes = [res.codes[j, :, : items[i].frames].clone() for j, i in enumerate(rows)]
         with timing.span(timing.CODEC):  # the codec's own parts record inside it (audiopd.timing)
-            decoded = self.to_audios(all_codes)
+            decoded = self.to_audios(all_codes, [items[i].speaker for i in rows])
         for j, i in enumerate(rows):
             t1 = time.perf_counter()
             it = items[i]
@@ -331,36 +333,41 @@ class Renderer:
                                        repaired_spans=repaired[j]))
         return run, res.stats.forward_passes
 
-    def to_audios(self, codes: Sequence[torch.Tensor]) -> list[tuple[np.ndarray, float]]:
-        """``to_audio`` of several items, each with its own decode seconds, in the order given.
+    def to_audios(self, codes: Sequence[torch.Tensor],
+                  speakers: Sequence[int] | None = None) -> list[tuple[np.ndarray, float]]:
+        """``to_audio`` of several items (of ``speakers``, each decoded by its codec view), each with its own decode
+        seconds, in the order given.
 
         A codec that allows it (``Codec.concurrent_decode``) decodes them side by side on up to torch's thread
         count: token decoding has just finished, so those cores are free (a --threads 1 user keeps one core).
         """
-        def one(c: torch.Tensor, parts: int = 1) -> tuple[np.ndarray, float]:
+        spk = list(speakers) if speakers is not None else [None] * len(codes)
+
+        def one(c: torch.Tensor, speaker: int | None, parts: int = 1) -> tuple[np.ndarray, float]:
             t0 = time.perf_counter()
-            audio = self.to_audio(c, parts)
+            audio = self.to_audio(c, parts, speaker=speaker)
             return audio, time.perf_counter() - t0
 
         threads = torch.get_num_threads() if getattr(self.codec, "concurrent_decode", False) else 1
         workers = min(len(codes), threads)
         if len(codes) == 1:  # one item: the codec may split it over the cores (Codec.decode_split)
-            return [one(codes[0], threads)]
+            return [one(codes[0], spk[0], threads)]
         if workers <= 1:
-            return [one(c) for c in codes]
+            return [one(c, s) for c, s in zip(codes, spk)]
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(one, codes))
+            return list(pool.map(one, codes, spk))
 
-    def to_audio(self, codes: torch.Tensor, parts: int = 1) -> np.ndarray:
+    def to_audio(self, codes: torch.Tensor, parts: int = 1, *, speaker: int | None = None) -> np.ndarray:
         """Codes [Q, T] -> 1-D float32 audio of exactly T frames' worth of samples (``parts`` > 1: the codec
-        may split the work over that many threads, ``Codec.decode_split``)."""
+        may split the work over that many threads, ``Codec.decode_split``), by ``speaker``'s codec view."""
         n = codes.shape[1]
         want = int(round(n * self.sample_rate / self.frame_rate))
         if n == 0:
             return np.zeros(0, dtype=np.float32)
         c = codes.cpu().numpy()
-        split = parts > 1 and hasattr(self.codec, "decode_split")
-        audio = np.asarray(self.codec.decode_split(c, parts) if split else self.codec.decode(c[None])[0],
+        codec = self.codec if speaker is None or self.codec_for is None else self.codec_for(speaker)
+        split = parts > 1 and hasattr(codec, "decode_split")
+        audio = np.asarray(codec.decode_split(c, parts) if split else codec.decode(c[None])[0],
                            dtype=np.float32)
         peak = float(np.abs(audio).max()) if audio.size else 0.0
         if peak > PEAK_LIMIT:

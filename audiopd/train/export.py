@@ -101,19 +101,50 @@ def keep_speakers(state: dict[str, torch.Tensor], info: VoiceInfo, mcfg: ModelCo
     index = torch.tensor(ids)
     state = {k: (v.index_select(0, index).contiguous() if k in tables else v) for k, v in state.items()}
     info = dataclasses.replace(info, voices=tuple(info.voices[i] for i in ids),
-                               teachers=tuple(info.teachers[i] for i in ids) if info.teachers else ())
+                               teachers=tuple(info.teachers[i] for i in ids) if info.teachers else (),
+                               smooth_frames=tuple(info.smooth_frames[i] for i in ids) if info.smooth_frames else ())
     return state, info, dataclasses.replace(mcfg, num_speakers=len(ids))
+
+
+def with_smoothing(info: VoiceInfo, smoothing: dict[str, float]) -> VoiceInfo:
+    """``info`` with each voice's decode-time blur (``VoiceInfo.smooth_frames``) from ``smoothing``, keyed by
+    voice or teacher name; every voice must be named once, so no speaker falls back silently."""
+    frames: dict[int, float] = {}
+    for name, value in smoothing.items():
+        i = info.speaker_id(info.teachers.index(name) if info.teachers and name in info.teachers else name)
+        if i in frames:
+            raise ArtifactError(f"smooth_frames names voice {info.voices[i]!r} twice")
+        frames[i] = float(value)
+    missing = [v for i, v in enumerate(info.voices) if i not in frames]
+    if missing:
+        raise ArtifactError(f"smooth_frames gives no value for {', '.join(missing)} (name every voice)")
+    return dataclasses.replace(info, smooth_frames=tuple(frames[i] for i in range(len(info.voices))))
+
+
+def parse_smoothing(text: str) -> dict[str, float]:
+    """``heart=1.0,adam=0.7`` -> {"heart": 1.0, "adam": 0.7} (``--smooth-frames``)."""
+    out: dict[str, float] = {}
+    for part in (p.strip() for p in text.split(",")):
+        name, eq, value = part.partition("=")
+        try:
+            if not eq or not name.strip():
+                raise ValueError
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise ArtifactError(f"--smooth-frames: expected NAME=FRAMES,..., got {part!r}") from None
+    return out
 
 
 def export_voice(source: str | Path, out_dir: str | Path, *, checker: str | Path | None = None,
                  codec: str | Path | None = None, speakers: tuple[str, ...] | None = None,
-                 dtype: str = "float32") -> Path:
+                 dtype: str = "float32", smoothing: dict[str, float] | None = None) -> Path:
     """``source``: a run directory (its latest checkpoint) or one checkpoint directory.
 
     ``checker``: a YAML file of CheckerConfig fields to ship as the voice's ``checker.yaml``.
     ``codec``: the codec artifact (name or directory) whose fingerprint the voice records (``stamp_codec``).
     ``speakers``: ship only these speakers (``keep_speakers``); None ships all of the run's.
     ``dtype``: how the weights are stored (``float16`` halves the artifact; the loader widens them).
+    ``smoothing``: each shipped voice's decode-time blur in frames (``with_smoothing``); None = the codec's.
     """
     source = Path(source)
     ck = source if (source / "state.json").is_file() else latest_checkpoint(source)
@@ -128,6 +159,8 @@ def export_voice(source: str | Path, out_dir: str | Path, *, checker: str | Path
     weights = load_file(str(ck / "model.safetensors"))
     if speakers is not None:
         weights, info, mcfg = keep_speakers(weights, info, mcfg, tuple(speakers))
+    if smoothing is not None:
+        info = with_smoothing(info, smoothing)
     model = VoiceModel(mcfg, info)
     model.load_state_dict(weights)
     out_dir = Path(out_dir)
@@ -156,11 +189,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="ship only these speakers, by name or teacher (default: all of the run's)")
     ap.add_argument("--dtype", default="float32", choices=("float32", "float16"),
                     help="weights' storage type (default float32; float16 halves the artifact)")
+    ap.add_argument("--smooth-frames", default=None, metavar="NAME=FRAMES,...",
+                    help="each voice's decode-time blur over time, in frames (default: the codec's setting)")
     args = ap.parse_args(argv)
     speakers = None if args.speakers is None else tuple(s.strip() for s in args.speakers.split(",") if s.strip())
     try:
+        smoothing = None if args.smooth_frames is None else parse_smoothing(args.smooth_frames)
         path = export_voice(args.source, args.out, checker=args.checker, codec=args.codec, speakers=speakers,
-                            dtype=args.dtype)
+                            dtype=args.dtype, smoothing=smoothing)
     except AudiopdError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -194,3 +194,29 @@ def test_float16_export_halves_the_weights_and_loads_as_float32(voice_dir: Path,
         load_voice(half)
     with pytest.raises(ArtifactError, match="dtype"):
         export_voice(tmp_path / "run", tmp_path / "x", dtype="int8")
+
+
+def test_export_records_each_speakers_blur(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--smooth-frames ships a decode-time blur per voice (by name or teacher); every voice must be named."""
+    import dataclasses
+
+    from train_fixtures import make_utterances
+
+    from audiopd.train.export import parse_smoothing
+    from audiopd.train.shards import write_shard
+
+    meta = dataclasses.replace(META, voices=("kokoro:af_heart", "piper:joe"))
+    write_shard(tmp_path / "shards" / "s0.safetensors", make_utterances(12, 0), meta)
+    train(tiny_train_config(max_steps=2), tmp_path / "shards", tmp_path / "run")
+    assert export_main([str(tmp_path / "run"), str(tmp_path / "v"), "--speakers", "piper:joe,kokoro:af_heart",
+                        "--smooth-frames", "heart=1.0,piper:joe=0.7"]) == 0
+    info = load_voice(tmp_path / "v").info
+    assert info.voices == ("joe", "heart") and info.smooth_frames == (0.7, 1.0)
+    assert yaml.safe_load((tmp_path / "v" / "config.yaml").read_text())["smooth_frames"] == [0.7, 1.0]
+    with pytest.raises(ArtifactError, match="no value for joe"):
+        export_voice(tmp_path / "run", tmp_path / "x", smoothing={"heart": 1.0})
+    with pytest.raises(ArtifactError, match="twice"):
+        export_voice(tmp_path / "run", tmp_path / "x", smoothing={"heart": 1.0, "kokoro:af_heart": 1.0, "joe": 0})
+    assert export_main([str(tmp_path / "run"), str(tmp_path / "y"), "--smooth-frames", "heart:1"]) == 2
+    assert "expected NAME=FRAMES" in capsys.readouterr().err
+    assert parse_smoothing(" adam=0.7 , heart=1 ") == {"adam": 0.7, "heart": 1.0}
