@@ -130,8 +130,8 @@ class Synthesizer:
         # Thresholds of that default checker: the voice artifact's checker.yaml, else CheckerConfig().
         self.checker_config: CheckerConfig | None = getattr(model, "checker_config", None)
         _check_compatible(model, codec)
-        # Each speaker's codec view (its own blur, VoiceInfo.smooth_frames), built now so that a codec that cannot
-        # blur fails at load time, not at the first sentence.
+        # Each speaker's codec view (the voice's mel refiner, its own blur: VoiceInfo.smooth_frames), built now so
+        # that a codec that cannot apply them fails at load time, not at the first sentence.
         self._speaker_codecs = _speaker_codecs(model, codec)
 
     def codec_for(self, speaker: int) -> Codec:
@@ -319,9 +319,17 @@ def _validate_options(mode: str, steps: int | None, seed: int | None, speed: flo
 
 
 def _speaker_codecs(model, codec: Codec) -> dict[int, Codec]:
-    info = getattr(model, "info", None)
-    frames = getattr(info, "smooth_frames", ())
-    return {i: codec.smoothed(f) for i, f in enumerate(frames)}
+    """Speaker -> its codec view: the voice's mel refiner for that speaker, then its blur (either may be absent).
+    A refiner replaces the codec's own blur unless the voice sets one (``VoiceInfo.smooth_frames``): it was trained
+    to give the teacher's token mel, which the blur would smear (recipes/voice/README.md, "The mel refiner")."""
+    frames = getattr(getattr(model, "info", None), "smooth_frames", ())
+    refiner = getattr(model, "refiner", None)
+    n = len(frames) or (len(refiner.cfg.voices) if refiner is not None else 0)
+    views = {}
+    for i in range(n):
+        view = codec.refined(refiner.for_speaker(i)) if refiner is not None else codec
+        views[i] = view.smoothed(frames[i]) if frames else view.smoothed(0.0) if refiner is not None else view
+    return views
 
 
 def _check_compatible(model, codec: Codec) -> None:

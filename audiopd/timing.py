@@ -28,6 +28,7 @@ LEVEL0 = "level-0 passes"  # the masked decoder's iterative coarse passes (decod
 SERIAL_LEVEL0 = "serial level-0"  # the serial decoder's frame-by-frame coarse level
 FINE = "fine passes"  # levels 1..Q-1 (refine_fine_levels), either decoder
 CODEC_LOOKUP = "codec: mel lookup"  # summing the RVQ codewords into log-mel frames
+CODEC_REFINE = "codec: voice's mel refiner"  # audiopd.model.refiner, where the voice ships one
 CODEC_NET = "codec: vocoder net"  # the fast vocoder's ConvNeXt trunk and head layer
 CODEC_HARMONIC = "codec: harmonic head"  # F0/voicing/envelope/noise -> magnitude comb and harmonic phase
 CODEC_POSTFILTER = "codec: postfilter"  # fine-structure sharpening of the magnitude
@@ -40,7 +41,7 @@ JOINS = "chunk joins"  # faded pauses between a text's chunks (audiopd.synthesis
 WRITE = "write WAV"  # the delivered audio as 16-bit WAV bytes (audiopd.audio.audio_bytes)
 OTHER = "other"  # what no span above covers: option checks, batching, attempt bookkeeping, the report
 
-ORDER = (FRONTEND, DURATIONS, CONDITION, LEVEL0, SERIAL_LEVEL0, FINE, CODEC_LOOKUP, CODEC_NET, CODEC_HARMONIC,
+ORDER = (FRONTEND, DURATIONS, CONDITION, LEVEL0, SERIAL_LEVEL0, FINE, CODEC_LOOKUP, CODEC_REFINE, CODEC_NET, CODEC_HARMONIC,
          CODEC_POSTFILTER, CODEC_PHASE, CODEC_ISTFT, CODEC_VOCODER, CODEC, CHECKER, JOINS, WRITE, OTHER)
 
 

@@ -78,3 +78,12 @@ def test_a_codec_that_cannot_blur_fails_at_load() -> None:
         Synthesizer(model, make_fixture_codec())
     plain = make_fixture_codec()
     assert Synthesizer(tiny_voice(("slt", "rms")), plain).codec_for(1) is plain  # no blur asked: the codec itself
+
+
+def test_a_codec_without_a_token_mel_refuses_a_voices_refiner() -> None:
+    from audiopd.model.refiner import MelRefiner, RefinerConfig
+
+    model = tiny_voice(("slt", "rms"))
+    model.attach_refiner(MelRefiner(RefinerConfig(dim=8, layers=1, kernel=3, voices=("slt", "rms"))))
+    with pytest.raises(ArtifactError, match="cannot apply a voice's refiner"):
+        Synthesizer(model, make_fixture_codec())

@@ -107,6 +107,14 @@ class Codec(abc.ABC):
 
         raise ArtifactError(f"codec {self.name!r} ({type(self).__name__}) has no decode-time smoothing")
 
+    def refined(self, refine) -> Codec:
+        """This codec, passing each decoded grid's intermediate representation through ``refine`` before its
+        vocoder: a voice's learnt correction of its own tokens (``audiopd.model.refiner``), per speaker. An adapter
+        with no such representation raises ``ArtifactError``."""
+        from audiopd.errors import ArtifactError
+
+        raise ArtifactError(f"codec {self.name!r} ({type(self).__name__}) cannot apply a voice's refiner")
+
     def num_frames(self, num_samples: int) -> int:
         """Frames produced for ``num_samples`` of audio."""
         return int(np.ceil(num_samples * self.frame_rate / self.sample_rate))

@@ -119,6 +119,8 @@ class MelCodec(Codec):
         self.decoders = (HQ, FAST) if cfg.fast.weights_file else (HQ,)
         self.decoder = cfg.default_decoder
         self._vocoders: dict[str, object] = {}
+        # A voice's mel refiner for one speaker (``refined``): log-mel [T, n_mels] -> log-mel; None = none.
+        self._refine = None
 
     def num_frames(self, num_samples: int) -> int:
         return num_frames(num_samples, self.cfg.hop)
@@ -179,9 +181,22 @@ class MelCodec(Codec):
         view.cfg = replace_config(self.cfg, smooth_frames=float(frames))
         return view
 
+    def refined(self, refine) -> MelCodec:
+        """A view of this codec that passes every decoded token mel through ``refine`` (``[T, n_mels]`` ->
+        ``[T, n_mels]``: a voice's ``MelRefiner.for_speaker``) before the blur and the vocoder; it shares the
+        codebooks and the loaded vocoders."""
+        view = copy.copy(self)
+        view._refine = refine
+        return view
+
     def _decode(self, codes: np.ndarray) -> np.ndarray:
         with timing.span(timing.CODEC_LOOKUP):
-            mel = smooth_time(np.stack([self.decode_mel(c) for c in codes], axis=0), self.cfg.smooth_frames)
+            mels = [self.decode_mel(c) for c in codes]
+        if self._refine is not None:
+            with timing.span(timing.CODEC_REFINE):
+                mels = [self._refine(m) for m in mels]
+        with timing.span(timing.CODEC_LOOKUP):
+            mel = smooth_time(np.stack(mels, axis=0), self.cfg.smooth_frames)
         return self.vocode(mel)
 
 

@@ -151,7 +151,10 @@ def evaluate(tts, data: str | Path, *, n: int = 40, speakers: Sequence[str] | No
                     audio, rate = read_audio(data / wav)
                 else:
                     codes = decode_system(system, tts, u, voices.index(sp), seed)
-                    audio, rate = tts.codec_for(voices.index(sp)).decode(codes[None])[0], tts.sample_rate
+                    # The codec row is the codec's own round trip; every other row decodes as the voice does (its
+                    # speaker's view: the voice's mel refiner, its blur).
+                    codec = tts.codec if system == "codec" else tts.codec_for(voices.index(sp))
+                    audio, rate = codec.decode(codes[None])[0], tts.sample_rate
                 sc = judge.score(text, audio, rate)
                 refs.append(sc["ref"])
                 hyps.append(sc["hyp"])

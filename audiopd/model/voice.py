@@ -13,6 +13,8 @@ Artifact layout (``format_version`` 1)::
     checker.yaml       optional: this voice's checker thresholds, a subset of CheckerConfig's fields
                        (calibrated on the voice's own output with ``checker_bench --voice``); must be
                        listed in SHA256SUMS like every other file
+    refiner.yaml,      optional: the voice's mel refiner (``audiopd.model.refiner``), trained on these
+    refiner.safetensors  weights' own predictions (``python -m audiopd.train.refiner``); listed in SHA256SUMS
     SHA256SUMS
 """
 
@@ -37,6 +39,7 @@ from audiopd.fileio import atomic_path, write_text_atomic
 from audiopd.model.config import ModelConfig
 from audiopd.model.encoder import FrameCondition, FrameConditioner
 from audiopd.model.masked import MaskedCodecTransformer, SerialLevel0
+from audiopd.model.refiner import load_refiner
 
 VOICE_FORMAT_VERSION = 1
 SUPPORTED_VOICE_VERSIONS = (1,)
@@ -108,6 +111,18 @@ class VoiceModel(nn.Module):
         self.conditioner = FrameConditioner(cfg)
         self.masked = MaskedCodecTransformer(cfg)
         self.serial = SerialLevel0(cfg)
+
+    @property
+    def refiner(self):
+        """The voice's mel refiner (``audiopd.model.refiner``; ``refiner.yaml`` in the artifact), None without one.
+        Not a child module: its weights ship in their own file, so the voice's state dict stays the model's."""
+        return self.__dict__.get("_refiner")
+
+    def attach_refiner(self, refiner) -> None:
+        """Use ``refiner`` (a ``MelRefiner`` for this voice's speakers, or None) from now on."""
+        if refiner is not None and tuple(refiner.cfg.voices) != tuple(self.info.voices):
+            raise ArtifactError(f"refiner speakers {list(refiner.cfg.voices)}, the voice's {list(self.info.voices)}")
+        self.__dict__["_refiner"] = refiner
 
     @property
     def num_codebooks(self) -> int:
@@ -193,6 +208,7 @@ def load_voice(name_or_dir: str | Path, *, map_location: str = "cpu") -> VoiceMo
     model = VoiceModel(mcfg, info)
     model.artifact_name = directory.name
     model.checker_config = _checker_config(directory)
+    model.attach_refiner(load_refiner(directory, voices=info.voices, sums=_sums(directory)))
     model.training_record = dict(cfg["training"]) if isinstance(cfg.get("training"), dict) else {}
     weights = directory / "model.safetensors"
     if not weights.is_file():
@@ -248,12 +264,17 @@ def _checker_config(directory: Path) -> CheckerConfig | None:
     path = Path(directory) / CHECKER_FILE
     if not path.is_file():
         return None
-    sums = Path(directory) / "SHA256SUMS"
-    listed = {ln.partition("  ")[2].strip() for ln in sums.read_text().splitlines()} if sums.is_file() else set()
-    if CHECKER_FILE not in listed:
+    if CHECKER_FILE not in _sums(directory):
         raise ArtifactError(f"{directory}: {CHECKER_FILE} is not listed in SHA256SUMS "
                             "(rewrite it with audiopd.artifacts.write_checksums)")
     return parse_checker_file(path)
+
+
+def _sums(directory: Path) -> dict[str, str]:
+    """File name -> sha256 of every file SHA256SUMS vouches for (verified by ``_read_voice_config``)."""
+    path = Path(directory) / "SHA256SUMS"
+    lines = path.read_text().splitlines() if path.is_file() else []
+    return {name.strip(): digest for digest, _, name in (ln.partition("  ") for ln in lines)}
 
 
 def parse_checker_file(path: str | Path) -> CheckerConfig:

@@ -5,11 +5,15 @@
 #   TOKENS  the corpus's token folder, DATA/tokens/mel22k (recipes/natural stage 04: train-* and dev-* shards)
 #   OUT     where the exported voice (OUT/voice, float16) and the training log (OUT/log.jsonl) go
 #   env: INIT (weights to start from; default voices/natural, else voices/joe), CONF (default
-#        conf/kokoro_gpu.yaml), DEVICE (default cuda), MAX_MINUTES (training's wall-clock cap, default 7),
-#        MAX_STEPS (a shorter stop, for a smoke test), SPEAKERS (exported speakers; default heart and adam)
+#        conf/kokoro_gpu.yaml), DEVICE (default cuda), MAX_MINUTES (training's wall-clock cap, default 5: the
+#        export and the refiner need the rest of a 9-minute call),
+#        MAX_STEPS (a shorter stop, for a smoke test), SPEAKERS (exported speakers; default heart and adam),
+#        REFINER_STEPS / REFINER_MINUTES / REFINER_THREADS (the mel refiner's run after the export: 4000 steps,
+#        at most 2 minutes, every core; on this 2-core CPU 15000 and 40 gave the shipped refiner)
 # On a lent machine (the device tool), from the repository root, inside one call of <= 9 minutes:
 #   recipes/voice/gpu.sh path/to/tokens/mel22k "$OUT"
-# then, here: copy OUT/voice over voices/natural if its dev figures improve (recipes/voice/README.md).
+# then, here: copy OUT/voice over voices/natural if its dev figures improve (recipes/voice/README.md); OUT/voice
+# carries a mel refiner trained on the new weights' own predictions.
 # Without a GPU, the CPU schedule in the background (a 2-core machine, ~2.5 s a step):
 #   DEVICE=cpu CONF=recipes/voice/conf/kokoro.yaml MAX_MINUTES=110 nohup nice recipes/voice/gpu.sh TOKENS OUT &
 set -euo pipefail
@@ -31,9 +35,16 @@ DEV=("$TOKENS"/dev-*.safetensors)
 echo "== train from $INIT"
 "$PY" -m audiopd.train --config "${CONF:-$HERE/conf/kokoro_gpu.yaml}" --device "${DEVICE:-cuda}" \
   --init-from "$INIT" --map-speakers --shards "${TRAIN[@]}" --val-shards "${DEV[@]}" --out "$RUN" \
-  --max-minutes "${MAX_MINUTES:-7}" ${MAX_STEPS:+--max-steps "$MAX_STEPS"}
+  --max-minutes "${MAX_MINUTES:-5}" ${MAX_STEPS:+--max-steps "$MAX_STEPS"}
 cp "$RUN/log.jsonl" "$OUT/log.jsonl"
 
 echo "== export -> $OUT/voice"
 "$PY" -m audiopd.train.export "$RUN" "$OUT/voice" --speakers "${SPEAKERS:-kokoro:af_heart,kokoro:am_adam}" \
   --codec "$REPO/codecs/mel22k" --checker "$HERE/conf/checker_natural.yaml" --dtype float16
+
+# The mel refiner learns the new weights' own mistakes (audiopd/model/refiner.py), starting from the refiner that
+# INIT ships; a voice without one would decode through the codec's blur alone.
+echo "== mel refiner -> $OUT/voice"
+"$PY" -m audiopd.train.refiner --voice "$OUT/voice" --tokens "$TOKENS" --steps "${REFINER_STEPS:-4000}" \
+  --max-minutes "${REFINER_MINUTES:-2}" --threads "${REFINER_THREADS:-$(nproc)}" \
+  $([ -f "$INIT/refiner.yaml" ] && echo --init-from "$INIT")

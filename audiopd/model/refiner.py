@@ -1,0 +1,166 @@
+"""A voice's mel refiner: the token mel of the voice's own codes -> the mel its teacher's codes would give.
+
+A masked model samples each fine level of a frame on its own (right ~2-3% of the time at a finer level,
+recipes/voice/README.md), so the codebook sum jumps from frame to frame where the teacher's tokens move smoothly;
+the fast decoder then renders the jumps. The refiner is a small residual stack of 1-D convolutions over time,
+trained with an L1 loss on ground-truth-aligned pairs: the teacher's durations and level 0 with the model's own
+fine levels as input, the teacher's tokens as the target (Tacotron 2 trained its vocoder on such ground-truth-aligned
+predictions, Shen et al. 2018, sec. 3.2; here the correction sits on the mel, ahead of a decoder shared by every
+voice). It ships beside the voice it was trained on (``refiner.yaml`` + ``refiner.safetensors``, both in the voice's
+SHA256SUMS) and is applied by the codec view of each speaker (``Codec.refined``, ``Synthesizer.codec_for``).
+
+Artifact files (``format_version`` 1)::
+
+    refiner.yaml         format_version, kind: mel_refiner, n_mels, dim, layers, kernel, voices, voice_sha256
+                         (model.safetensors' digest: a refiner learns one set of weights' mistakes), training
+    refiner.safetensors  the weights (float16 or float32)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import yaml
+from torch import Tensor, nn
+
+from audiopd.artifacts import require_format_version
+from audiopd.config import from_dict, to_dict
+from audiopd.errors import ArtifactError
+from audiopd.fileio import atomic_path, write_text_atomic
+
+REFINER_FORMAT_VERSION = 1
+REFINER_CONFIG = "refiner.yaml"
+REFINER_WEIGHTS = "refiner.safetensors"
+
+
+@dataclass(frozen=True)
+class RefinerConfig:
+    format_version: int = REFINER_FORMAT_VERSION
+    kind: str = "mel_refiner"
+    n_mels: int = 80
+    dim: int = 192
+    layers: int = 4
+    kernel: int = 5
+    # The voice's speakers in its own order (one learnt bias row each) and the digest of the weights whose
+    # predictions the refiner learnt to correct.
+    voices: tuple[str, ...] = field(default_factory=tuple)
+    voice_sha256: str = ""
+    # What made it (steps, pairs, dev L1 before and after): a record, never read back.
+    training: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        require_format_version(self.format_version, REFINER_FORMAT_VERSION, what="mel refiner", where=REFINER_CONFIG)
+        if self.kind != "mel_refiner":
+            raise ArtifactError(f"{REFINER_CONFIG}: kind must be 'mel_refiner', got {self.kind!r}")
+        if not (1 <= self.n_mels <= 512 and 8 <= self.dim <= 1024 and 1 <= self.layers <= 16
+                and self.kernel in (1, 3, 5, 7, 9)):
+            raise ArtifactError(f"{REFINER_CONFIG}: n_mels {self.n_mels}, dim {self.dim}, layers {self.layers}, "
+                                f"kernel {self.kernel} out of range (kernel odd, <= 9)")
+        if not self.voices:
+            raise ArtifactError(f"{REFINER_CONFIG}: voices must name the voice's speakers")
+
+
+class MelRefiner(nn.Module):
+    """Log-mel ``[B, T, n_mels]`` + speaker ``[B]`` -> refined log-mel, the input plus a learnt correction
+    (zero at initialisation, so an untrained refiner changes nothing)."""
+
+    def __init__(self, cfg: RefinerConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        pad = cfg.kernel // 2
+        self.inp = nn.Conv1d(cfg.n_mels, cfg.dim, cfg.kernel, padding=pad)
+        self.speaker = nn.Embedding(len(cfg.voices), cfg.dim)
+        self.body = nn.ModuleList([nn.Conv1d(cfg.dim, cfg.dim, cfg.kernel, padding=pad) for _ in range(cfg.layers)])
+        self.norms = nn.ModuleList([nn.GroupNorm(1, cfg.dim) for _ in range(cfg.layers)])
+        self.out = nn.Conv1d(cfg.dim, cfg.n_mels, cfg.kernel, padding=pad)
+        nn.init.zeros_(self.out.weight)
+        nn.init.zeros_(self.out.bias)
+
+    def forward(self, mel: Tensor, speakers: Tensor) -> Tensor:
+        x = mel.transpose(1, 2)
+        h = self.inp(x) + self.speaker(speakers)[:, :, None]
+        for conv, norm in zip(self.body, self.norms):
+            h = h + conv(nn.functional.gelu(norm(h)))
+        return (x + self.out(nn.functional.gelu(h))).transpose(1, 2)
+
+    @torch.no_grad()
+    def refine(self, mel: np.ndarray, speaker: int) -> np.ndarray:
+        """One log-mel ``[T, n_mels]`` of ``speaker`` (an index of ``cfg.voices``) -> float32 ``[T, n_mels]``."""
+        m = np.asarray(mel, dtype=np.float32)
+        if m.ndim != 2 or m.shape[1] != self.cfg.n_mels:
+            raise ValueError(f"expected a log-mel [T, {self.cfg.n_mels}], got {m.shape}")
+        if not 0 <= speaker < len(self.cfg.voices):
+            raise ValueError(f"speaker {speaker} out of range (voices: {', '.join(self.cfg.voices)})")
+        if m.shape[0] == 0:
+            return m
+        out = self(torch.from_numpy(m)[None], torch.tensor([speaker]))[0]
+        return np.ascontiguousarray(out.numpy(), dtype=np.float32)
+
+    def for_speaker(self, speaker: int):
+        """``mel -> refined mel`` for one speaker: what a codec view applies (``Codec.refined``)."""
+        def apply(mel: np.ndarray) -> np.ndarray:
+            return self.refine(mel, speaker)
+
+        return apply
+
+
+def save_refiner(refiner: MelRefiner, directory: str | Path, *, dtype: str = "float16") -> Path:
+    """Write ``refiner.yaml`` and ``refiner.safetensors`` into a voice directory (the caller rewrites SHA256SUMS)."""
+    from safetensors.torch import save_file
+
+    wanted = {"float16": torch.float16, "float32": torch.float32}
+    if dtype not in wanted:
+        raise ArtifactError(f"refiner weight dtype {dtype!r} not supported (float16 or float32)")
+    directory = Path(directory)
+    state = {k: v.detach().to(wanted[dtype]).contiguous() for k, v in refiner.state_dict().items()}
+    with atomic_path(directory / REFINER_WEIGHTS) as tmp:
+        save_file(state, str(tmp), metadata={"format_version": str(REFINER_FORMAT_VERSION)})
+    write_text_atomic(directory / REFINER_CONFIG, yaml.safe_dump(to_dict(refiner.cfg), sort_keys=False))
+    return directory
+
+
+def load_refiner(directory: str | Path, *, voices: tuple[str, ...], sums: dict[str, str]) -> MelRefiner | None:
+    """The refiner shipped in voice ``directory`` (None when it has none). ``sums``: file name -> sha256 from its
+    SHA256SUMS (already verified); both refiner files must be listed, its speakers must be ``voices`` and its
+    ``voice_sha256`` the listed digest of model.safetensors."""
+    from safetensors.torch import load_file
+
+    directory = Path(directory)
+    path = directory / REFINER_CONFIG
+    if not path.is_file():
+        return None
+    for name in (REFINER_CONFIG, REFINER_WEIGHTS):
+        if name not in sums:
+            raise ArtifactError(f"{directory}: {name} is not listed in SHA256SUMS (rewrite it with "
+                                "audiopd.artifacts.write_checksums)")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ArtifactError(f"{path} is not valid YAML: {exc}") from None
+    cfg = from_dict(RefinerConfig, data if isinstance(data, dict) else {}, where=str(path))
+    if tuple(cfg.voices) != tuple(voices):
+        raise ArtifactError(f"{path}: refiner speakers {list(cfg.voices)}, the voice's {list(voices)}")
+    digest = sums.get("model.safetensors", "")
+    if cfg.voice_sha256 != digest:
+        raise ArtifactError(f"{path}: the refiner learnt the mistakes of other weights (voice_sha256 "
+                            f"{cfg.voice_sha256[:12]}, model.safetensors {digest[:12]}); retrain it "
+                            "(python -m audiopd.train.refiner)")
+    refiner = MelRefiner(cfg)
+    try:
+        state = load_file(str(directory / REFINER_WEIGHTS))
+        refiner.load_state_dict({k: v.float() for k, v in state.items()})
+    except (RuntimeError, OSError, ValueError) as exc:
+        raise ArtifactError(f"{directory}: {REFINER_WEIGHTS} does not match {REFINER_CONFIG} "
+                            f"({str(exc).splitlines()[0]})") from None
+    return refiner.eval()
+
+
+def with_training(refiner: MelRefiner, **record: Any) -> MelRefiner:
+    """``refiner`` with its config's training record replaced (weights shared)."""
+    refiner.cfg = dataclasses.replace(refiner.cfg, training=dict(record))
+    return refiner
