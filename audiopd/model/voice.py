@@ -64,8 +64,9 @@ class VoiceInfo:
     # recordings in a corpus manifest under this name.
     teachers: tuple[str, ...] = field(default_factory=tuple)
     # Each voice's decode-time blur over time (``Codec.smoothed``, frames), in the order of ``voices``; () = the
-    # codec's own setting for all. Per speaker because the predicted fine levels of one speaker jump more than
-    # another's (recipes/voice/README.md, "Smoothing per speaker").
+    # codec's own setting for all (none where the voice ships a mel refiner). Per speaker because one speaker's
+    # predicted fine levels jump more than another's (codecs/mel22k/README.md, "Smoothing": heart's dev
+    # DistillMOS kept rising to 1.0 frame, adam's did not).
     smooth_frames: tuple[float, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:

@@ -217,7 +217,8 @@ class Renderer:
     def __init__(self, model, codec, *, parallel: ParallelConfig, serial: SerialConfig, auto: AutoConfig,
                  cost: CostModel, checker: Checker | None, codec_for: Callable[[int], Any] | None = None) -> None:
         self.model, self.codec = model, codec
-        # Speaker -> the codec view that decodes its tokens (``Synthesizer.codec_for``: a per-speaker blur).
+        # Speaker -> the codec view that decodes its tokens (``Synthesizer.codec_for``: the voice's mel refiner and
+        # blur for that speaker); None = ``codec`` for all.
         self.codec_for = codec_for
         self.parallel, self.serial, self.auto, self.cost = parallel, serial, auto, cost
         self.checker = checker
