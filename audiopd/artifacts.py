@@ -18,7 +18,8 @@ from audiopd.errors import ArtifactError
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 # The voice ``audiopd.load()`` speaks with, and its first speaker (adam) the default speaker: the Kokoro-taught
 # voice, whose adam is its most natural speaker and beats joe on the 226 test sentences (parallel WER 4.5% against
-# 10.0%, DistillMOS 4.34 against 3.18, with its mel refiner, 2026-12-06; README.md, "How it sounds, beside its peers").
+# 10.0%, DistillMOS 4.34 against 3.18, with its mel refiner, 2026-12-06; README.md, "How it sounds, beside its
+# peers").
 DEFAULT_VOICE = "natural"
 # --voice's help, the same in every command that loads a voice (resolved by audiopd.cli._load_voice).
 VOICE_HELP = (f"a shipped voice's name (default: {DEFAULT_VOICE}) or a path like ./myvoice, a speaker of a shipped "
@@ -54,6 +55,16 @@ def write_checksums(directory: Path) -> Path:
     return out
 
 
+def read_checksums(directory: Path) -> dict[str, str]:
+    """File name -> sha256 digest of every line of ``directory``'s SHA256SUMS (blank lines skipped; {} without the
+    file). It only reads: ``verify_checksums`` is what vouches for the files."""
+    path = Path(directory) / "SHA256SUMS"
+    if not path.is_file():
+        return {}
+    lines = (ln.partition("  ") for ln in path.read_text().splitlines() if ln.strip())
+    return {name.strip(): digest.strip() for digest, _, name in lines}
+
+
 def verify_checksums(directory: Path) -> None:
     """Raise ``ArtifactError`` unless every file listed in ``SHA256SUMS`` exists, lies inside ``directory`` and matches.
 
@@ -65,15 +76,11 @@ def verify_checksums(directory: Path) -> None:
     sums = directory / "SHA256SUMS"
     if not sums.is_file():
         raise ArtifactError(f"{directory}: SHA256SUMS is missing")
-    for line in sums.read_text().splitlines():
-        if not line.strip():
-            continue
-        digest, _, name = line.partition("  ")
-        name = name.strip()
+    for name, digest in read_checksums(directory).items():
         target = directory / _checked_entry(directory, name)
         if not target.is_file():
             raise ArtifactError(f"{directory}: {name} is listed in SHA256SUMS but missing")
-        if sha256_file(target) != digest.strip():
+        if sha256_file(target) != digest:
             raise ArtifactError(f"{directory}: checksum mismatch for {name} (corrupted or edited)")
 
 

@@ -135,7 +135,7 @@ class Synthesizer:
         self._speaker_codecs = _speaker_codecs(model, codec)
 
     def codec_for(self, speaker: int) -> Codec:
-        """The codec that decodes speaker ``speaker``'s tokens: ``codec``, blurred as the voice asks."""
+        """The codec that decodes speaker ``speaker``'s tokens: ``codec`` through the voice's mel refiner and blur."""
         return self._speaker_codecs.get(speaker, self.codec)
 
     @property
@@ -324,12 +324,10 @@ def _speaker_codecs(model, codec: Codec) -> dict[int, Codec]:
     to give the teacher's token mel, which the blur would smear (recipes/voice/README.md, "The mel refiner")."""
     frames = getattr(getattr(model, "info", None), "smooth_frames", ())
     refiner = getattr(model, "refiner", None)
-    n = len(frames) or (len(refiner.cfg.voices) if refiner is not None else 0)
-    views = {}
-    for i in range(n):
-        view = codec.refined(refiner.for_speaker(i)) if refiner is not None else codec
-        views[i] = view.smoothed(frames[i]) if frames else view.smoothed(0.0) if refiner is not None else view
-    return views
+    if refiner is not None:
+        blur = frames or (0.0,) * len(refiner.cfg.voices)
+        return {i: codec.refined(refiner.for_speaker(i)).smoothed(f) for i, f in enumerate(blur)}
+    return {i: codec.smoothed(f) for i, f in enumerate(frames)}
 
 
 def _check_compatible(model, codec: Codec) -> None:

@@ -41,8 +41,8 @@ JOINS = "chunk joins"  # faded pauses between a text's chunks (audiopd.synthesis
 WRITE = "write WAV"  # the delivered audio as 16-bit WAV bytes (audiopd.audio.audio_bytes)
 OTHER = "other"  # what no span above covers: option checks, batching, attempt bookkeeping, the report
 
-ORDER = (FRONTEND, DURATIONS, CONDITION, LEVEL0, SERIAL_LEVEL0, FINE, CODEC_LOOKUP, CODEC_REFINE, CODEC_NET, CODEC_HARMONIC,
-         CODEC_POSTFILTER, CODEC_PHASE, CODEC_ISTFT, CODEC_VOCODER, CODEC, CHECKER, JOINS, WRITE, OTHER)
+ORDER = (FRONTEND, DURATIONS, CONDITION, LEVEL0, SERIAL_LEVEL0, FINE, CODEC_LOOKUP, CODEC_REFINE, CODEC_NET,
+         CODEC_HARMONIC, CODEC_POSTFILTER, CODEC_PHASE, CODEC_ISTFT, CODEC_VOCODER, CODEC, CHECKER, JOINS, WRITE, OTHER)
 
 
 class StageTimes:

@@ -18,7 +18,6 @@ Artifact files (``format_version`` 1)::
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -124,10 +123,12 @@ def save_refiner(refiner: MelRefiner, directory: str | Path, *, dtype: str = "fl
     return directory
 
 
-def load_refiner(directory: str | Path, *, voices: tuple[str, ...], sums: dict[str, str]) -> MelRefiner | None:
+def load_refiner(directory: str | Path, *, voices: tuple[str, ...], sums: dict[str, str],
+                 own_weights: bool = True) -> MelRefiner | None:
     """The refiner shipped in voice ``directory`` (None when it has none). ``sums``: file name -> sha256 from its
-    SHA256SUMS (already verified); both refiner files must be listed, its speakers must be ``voices`` and its
-    ``voice_sha256`` the listed digest of model.safetensors."""
+    SHA256SUMS (already verified); both refiner files must be listed, its speakers must be ``voices`` and, with
+    ``own_weights``, its ``voice_sha256`` the listed digest of model.safetensors (without: a starting point for
+    training another voice's, ``python -m audiopd.train.refiner --init-from``)."""
     from safetensors.torch import load_file
 
     directory = Path(directory)
@@ -146,7 +147,7 @@ def load_refiner(directory: str | Path, *, voices: tuple[str, ...], sums: dict[s
     if tuple(cfg.voices) != tuple(voices):
         raise ArtifactError(f"{path}: refiner speakers {list(cfg.voices)}, the voice's {list(voices)}")
     digest = sums.get("model.safetensors", "")
-    if cfg.voice_sha256 != digest:
+    if own_weights and cfg.voice_sha256 != digest:
         raise ArtifactError(f"{path}: the refiner learnt the mistakes of other weights (voice_sha256 "
                             f"{cfg.voice_sha256[:12]}, model.safetensors {digest[:12]}); retrain it "
                             "(python -m audiopd.train.refiner)")
@@ -158,9 +159,3 @@ def load_refiner(directory: str | Path, *, voices: tuple[str, ...], sums: dict[s
         raise ArtifactError(f"{directory}: {REFINER_WEIGHTS} does not match {REFINER_CONFIG} "
                             f"({str(exc).splitlines()[0]})") from None
     return refiner.eval()
-
-
-def with_training(refiner: MelRefiner, **record: Any) -> MelRefiner:
-    """``refiner`` with its config's training record replaced (weights shared)."""
-    refiner.cfg = dataclasses.replace(refiner.cfg, training=dict(record))
-    return refiner

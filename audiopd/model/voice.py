@@ -82,6 +82,13 @@ class VoiceInfo:
         """The corpus name of ``voice``'s teacher: the recorded one, else the voice's own name."""
         return self.teachers[self.speaker_id(voice)] if self.teachers else voice
 
+    def find(self, name: str) -> int | None:
+        """The speaker index of ``name``, a voice's name or its teacher's (``heart`` or ``kokoro:af_heart``: a
+        corpus names speakers by teacher); None when neither."""
+        if name in self.voices:
+            return self.voices.index(name)
+        return self.teachers.index(name) if name in self.teachers else None
+
     def smoothing(self, voice: str | int) -> float | None:
         """``voice``'s own decode-time blur in frames; None = the codec's setting."""
         return self.smooth_frames[self.speaker_id(voice)] if self.smooth_frames else None
@@ -208,8 +215,9 @@ def load_voice(name_or_dir: str | Path, *, map_location: str = "cpu") -> VoiceMo
     mcfg = from_dict(ModelConfig, cfg.get("model") or {}, where=f"{directory}/config.yaml:model")
     model = VoiceModel(mcfg, info)
     model.artifact_name = directory.name
-    model.checker_config = _checker_config(directory)
-    model.attach_refiner(load_refiner(directory, voices=info.voices, sums=_sums(directory)))
+    sums = artifacts.read_checksums(directory)  # verified by _read_voice_config
+    model.checker_config = _checker_config(directory, sums)
+    model.attach_refiner(load_refiner(directory, voices=info.voices, sums=sums))
     model.training_record = dict(cfg["training"]) if isinstance(cfg.get("training"), dict) else {}
     weights = directory / "model.safetensors"
     if not weights.is_file():
@@ -252,30 +260,23 @@ def load_checker_config(name_or_dir: str | Path) -> CheckerConfig | None:
     """
     directory = artifacts.find_artifact("voices", name_or_dir)
     _read_voice_config(directory)
-    return _checker_config(directory)
+    return _checker_config(directory, artifacts.read_checksums(directory))
 
 
-def _checker_config(directory: Path) -> CheckerConfig | None:
+def _checker_config(directory: Path, sums: dict[str, str]) -> CheckerConfig | None:
     """Parse ``directory/checker.yaml`` (strict keys and types) over CheckerConfig's defaults; None if absent.
 
     The file changes what auto mode accepts, so it must be checksummed like the weights: a file
-    that SHA256SUMS does not list is an error rather than silently trusted (the caller has
-    verified every listed checksum).
+    that SHA256SUMS does not list (``sums``, ``artifacts.read_checksums``) is an error rather than silently trusted
+    (the caller has verified every listed checksum).
     """
     path = Path(directory) / CHECKER_FILE
     if not path.is_file():
         return None
-    if CHECKER_FILE not in _sums(directory):
+    if CHECKER_FILE not in sums:
         raise ArtifactError(f"{directory}: {CHECKER_FILE} is not listed in SHA256SUMS "
                             "(rewrite it with audiopd.artifacts.write_checksums)")
     return parse_checker_file(path)
-
-
-def _sums(directory: Path) -> dict[str, str]:
-    """File name -> sha256 of every file SHA256SUMS vouches for (verified by ``_read_voice_config``)."""
-    path = Path(directory) / "SHA256SUMS"
-    lines = path.read_text().splitlines() if path.is_file() else []
-    return {name.strip(): digest for digest, _, name in (ln.partition("  ") for ln in lines)}
 
 
 def parse_checker_file(path: str | Path) -> CheckerConfig:

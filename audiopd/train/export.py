@@ -86,12 +86,10 @@ def keep_speakers(state: dict[str, torch.Tensor], info: VoiceInfo, mcfg: ModelCo
         raise ArtifactError("keep_speakers: name at least one speaker")
     ids = []
     for name in speakers:
-        if name in info.voices:
-            ids.append(info.voices.index(name))
-        elif info.teachers and name in info.teachers:
-            ids.append(info.teachers.index(name))
-        else:
+        i = info.find(name)
+        if i is None:
             raise ArtifactError(f"unknown speaker {name!r} (the run's: {', '.join(info.voices)})")
+        ids.append(i)
     if len(set(ids)) != len(ids):
         raise ArtifactError(f"speakers {', '.join(speakers)} name one speaker twice")
     n = mcfg.num_speakers
@@ -111,7 +109,9 @@ def with_smoothing(info: VoiceInfo, smoothing: dict[str, float]) -> VoiceInfo:
     voice or teacher name; every voice must be named once, so no speaker falls back silently."""
     frames: dict[int, float] = {}
     for name, value in smoothing.items():
-        i = info.speaker_id(info.teachers.index(name) if info.teachers and name in info.teachers else name)
+        i = info.find(name)
+        if i is None:
+            raise ArtifactError(f"unknown voice {name!r} in smooth_frames (the voice's: {', '.join(info.voices)})")
         if i in frames:
             raise ArtifactError(f"smooth_frames names voice {info.voices[i]!r} twice")
         frames[i] = float(value)

@@ -24,7 +24,9 @@ import numpy as np
 import torch
 
 from audiopd.errors import ArtifactError, AudiopdError
-from audiopd.model.refiner import REFINER_WEIGHTS, MelRefiner, RefinerConfig, save_refiner
+from audiopd.model.refiner import (
+    REFINER_CONFIG, REFINER_WEIGHTS, MelRefiner, RefinerConfig, load_refiner, save_refiner,
+)
 
 Pair = tuple[np.ndarray, np.ndarray, int]  # (input log-mel [T, n_mels], target log-mel, speaker index)
 
@@ -38,7 +40,6 @@ def gta_pairs(tts, shard_paths: Sequence[Path], *, per_speaker: int = 0, seed: i
     info, codec = tts.model.info, tts.codec
     if not hasattr(codec, "decode_mel"):
         raise ArtifactError(f"codec {codec.name!r} has no token mel: a mel refiner needs a mel codec")
-    by_teacher = {info.teacher(v): i for i, v in enumerate(info.voices)}
     counts = dict.fromkeys(range(len(info.voices)), 0)
     pairs: list[Pair] = []
     t0 = time.perf_counter()
@@ -47,15 +48,14 @@ def gta_pairs(tts, shard_paths: Sequence[Path], *, per_speaker: int = 0, seed: i
         table = list(shard.meta.voices) or list(info.voices)
         for i in range(len(shard)):
             u = shard.utterance(i)
-            name = table[u.speaker] if u.speaker < len(table) else None
-            sp = by_teacher.get(name, info.voices.index(name) if name in info.voices else None)
+            sp = info.find(table[u.speaker]) if u.speaker < len(table) else None
             if sp is None or (per_speaker and counts[sp] >= per_speaker):
                 continue
             counts[sp] += 1
             pred = decode_system("fine", tts, u, sp, seed + len(pairs))
             pairs.append((codec.decode_mel(pred), codec.decode_mel(np.asarray(u.codes)), sp))
     if not pairs:
-        raise ArtifactError(f"no utterance of the voice's speakers ({', '.join(by_teacher)}) in "
+        raise ArtifactError(f"no utterance of the voice's speakers ({', '.join(map(info.teacher, info.voices))}) in "
                             f"{', '.join(str(p) for p in shard_paths)}")
     log(f"{len(pairs)} pairs ({', '.join(f'{info.voices[s]} {n}' for s, n in counts.items())}) in "
         f"{time.perf_counter() - t0:.0f} s")
@@ -116,30 +116,15 @@ def train(refiner: MelRefiner, pairs: Sequence[Pair], *, steps: int, batch: int 
     return step
 
 
-def read_refiner_weights(voice_dir: Path, voices: tuple[str, ...]) -> MelRefiner:
-    """The refiner of ``voice_dir`` as a starting point: checksummed files and the same speakers, but learnt on any
-    weights (``load_refiner`` would insist on the voice's own)."""
-    import yaml
-    from safetensors.torch import load_file
+def init_refiner(voice_dir: Path, voices: tuple[str, ...]) -> MelRefiner:
+    """The refiner of ``voice_dir`` as a starting point (``--init-from``): checksummed, the same speakers, learnt on
+    any weights (``load_refiner`` without ``own_weights``)."""
+    from audiopd.artifacts import read_checksums, verify_checksums
 
-    from audiopd.artifacts import verify_checksums
-    from audiopd.config import from_dict
-    from audiopd.model.refiner import REFINER_CONFIG
-
-    path = voice_dir / REFINER_CONFIG
-    if not path.is_file():
+    if not (voice_dir / REFINER_CONFIG).is_file():
         raise ArtifactError(f"--init-from {voice_dir}: no {REFINER_CONFIG} there")
     verify_checksums(voice_dir)
-    cfg = from_dict(RefinerConfig, yaml.safe_load(path.read_text(encoding="utf-8")) or {}, where=str(path))
-    if tuple(cfg.voices) != voices:
-        raise ArtifactError(f"--init-from {voice_dir}: refiner speakers {list(cfg.voices)}, this voice's {list(voices)}")
-    refiner = MelRefiner(cfg)
-    refiner.load_state_dict({k: v.float() for k, v in load_file(str(voice_dir / REFINER_WEIGHTS)).items()})
-    return refiner
-
-
-def apply(refiner: MelRefiner) -> Callable[[np.ndarray, int], np.ndarray]:
-    return lambda x, sp: refiner.refine(x, sp)
+    return load_refiner(voice_dir, voices=voices, sums=read_checksums(voice_dir), own_weights=False)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -200,12 +185,12 @@ def run(args: argparse.Namespace) -> int:
     voices = tuple(model.info.voices)
     if shipped is not None and not args.fresh:
         refiner, init = shipped, f"the refiner in {voice_dir} ({shipped.cfg.training.get('steps', '?')} steps)"
-        before["shipped refiner"] = mean_l1(dev, apply(refiner))
+        before["shipped refiner"] = mean_l1(dev, refiner.refine)
     elif args.init_from and not args.fresh:
-        refiner = read_refiner_weights(Path(args.init_from), voices)
+        refiner = init_refiner(Path(args.init_from), voices)
         shipped = refiner  # its step count carries on
         init = f"the refiner of {args.init_from} ({refiner.cfg.training.get('steps', '?')} steps, other voice weights)"
-        before["initial refiner"] = mean_l1(dev, apply(refiner))
+        before["initial refiner"] = mean_l1(dev, refiner.refine)
     else:
         cfg = RefinerConfig(n_mels=int(dev[0][0].shape[1]), dim=args.dim, layers=args.layers, kernel=args.kernel,
                             voices=voices)
@@ -214,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"dev L1 {k}: {v:.4f}")
     took = train(refiner, pairs, steps=args.steps, batch=args.batch, lr=args.lr, seed=args.seed,
                  max_minutes=args.max_minutes)
-    after = mean_l1(dev, apply(refiner))
+    after = mean_l1(dev, refiner.refine)
     print(f"dev L1 after {took} steps: {after:.4f}")
     best_before = before.get("shipped refiner", math.inf)
     if after >= best_before and not args.force:
