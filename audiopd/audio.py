@@ -92,6 +92,7 @@ def resample(audio: np.ndarray, rate: int, target: int) -> np.ndarray:
 
 # What a file name's suffix writes: 16-bit PCM in a WAV file, or losslessly compressed as FLAC (about half the size).
 FORMATS = {".wav": "WAV", ".flac": "FLAC"}
+OPUS_RATES = (8000, 12000, 16000, 24000, 48000)  # the only rates an Opus stream can carry
 
 
 def to_pcm16(audio: np.ndarray) -> np.ndarray:
@@ -105,9 +106,14 @@ def audio_bytes(audio: np.ndarray, sample_rate: int, fmt: str = "WAV", subtype: 
 
     16-bit PCM (``subtype`` "PCM_16", WAV or FLAC) is quantised by ``to_pcm16``, here for every writer, because
     libsndfile scales floats differently per format; a lossy codec ("VORBIS", "OPUS", "MPEG_LAYER_III") is given
-    the float samples clipped to [-1, 1].
+    the float samples clipped to [-1, 1]. Opus, which codes only ``OPUS_RATES``, gets the audio resampled to the next
+    of them up (a 22,050 Hz voice's at 24,000 Hz).
     """
     x = np.asarray(audio, dtype=np.float32).reshape(-1)
+    if subtype == "OPUS" and int(sample_rate) not in OPUS_RATES:
+        # Opus codes only its own rates (RFC 6716, sec. 2): a 22,050 Hz voice goes out at the next one up.
+        target = next((r for r in OPUS_RATES if r >= sample_rate), OPUS_RATES[-1])
+        x, sample_rate = resample(x, int(sample_rate), target), target
     samples = to_pcm16(x) if subtype == "PCM_16" else np.clip(x, -1.0, 1.0)
     buf = io.BytesIO()
     sf.write(buf, samples, int(sample_rate), subtype=subtype, format=fmt)

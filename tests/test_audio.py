@@ -89,3 +89,20 @@ def test_audio_bytes_give_lossy_codecs_the_clipped_floats() -> None:
     got, rate = sf.read(io.BytesIO(data), dtype="float32")
     assert sf.info(io.BytesIO(data)).subtype == "VORBIS" and rate == SR and abs(got.size - x.size) < 2000
     assert 0.2 < np.abs(got).max() < 0.4  # the tone survives the lossy round trip at its level
+
+
+@pytest.mark.parametrize("rate, sent", [(22050, 24000), (16000, 16000), (44100, 48000)])
+def test_opus_goes_out_at_an_opus_rate(rate: int, sent: int) -> None:
+    import io
+
+    import soundfile as sf
+
+    from audiopd.audio import audio_bytes
+
+    if "OPUS" not in sf.available_subtypes("OGG"):
+        pytest.skip("this libsndfile has no Opus encoder (optional)")
+    x = 0.3 * np.sin(np.arange(rate) * 2 * np.pi * 440 / rate).astype(np.float32)  # 1 s of 440 Hz
+    got, got_rate = sf.read(io.BytesIO(audio_bytes(x, rate, "OGG", "OPUS")), dtype="float32")
+    assert got_rate == sent and abs(got.size / sent - 1.0) < 0.03  # still one second
+    spectrum = np.abs(np.fft.rfft(got[sent // 10: -sent // 10]))
+    assert abs(np.argmax(spectrum) * sent / (2 * (spectrum.size - 1)) - 440) < 5  # and still 440 Hz

@@ -25,6 +25,7 @@ eval04 = _load("04_evaluate.py", "codec_eval04")
 probe05 = _load("05_phase_probe.py", "codec_probe05")
 speed06 = _load("06_speed.py", "codec_speed06")
 post07 = _load("07_postfilter.py", "codec_post07")
+smooth08 = _load("08_smoothing.py", "codec_smooth08")
 
 
 def _rows(n_test: int = 9, n_train: int = 40):
@@ -280,3 +281,67 @@ def test_postfilter_stage_tables_every_setting(data: Path, tmp_path) -> None:
     assert out["rows"]["fast, 3"]["logmel_l1"] != out["rows"]["fast, off"]["logmel_l1"]
     table = (data / "eval" / "postfilter-heldout-n7.md").read_text()
     assert "| fast, 2.5:4:4000 | - | - | - | - |" in table
+
+
+class _LoudnessJudge:
+    """Stage 08's judge without Whisper or DistillMOS: hears the text exactly, "DistillMOS" is the clip's RMS x 100."""
+
+    def score(self, text, audio, sample_rate):
+        words = text.lower().split()
+        rms = float(np.sqrt(np.mean(np.square(audio))))
+        return {"ref": words, "hyp": words, "edits": 0, "ref_words": len(words), "distillmos": 100 * rms,
+                "dnsmos_ovrl": None, "dnsmos_p808": None}
+
+    def describe(self):
+        return {"asr": "stand-in"}
+
+
+def test_smoothing_stage_judges_every_sigma_of_both_systems(tmp_path, monkeypatch, capsys) -> None:
+    """Stage 08 on a tiny mel voice and a dev shard: a row per speaker x system x sigma, each change paired against
+    the first sigma; and bad options are one-line exits before anything loads."""
+    import torch
+    from mel_fixtures import CARD, LEVELS, write_mel_artifact
+
+    from audiopd.eval import judging
+    from audiopd.model.config import ModelConfig
+    from audiopd.model.voice import VoiceInfo, VoiceModel, save_voice
+    from audiopd.text import INVENTORY_VERSION, NUM_SYMBOLS, phonemize
+    from audiopd.train.shards import ShardMeta, Utterance, write_shard
+
+    codec_dir = write_mel_artifact(tmp_path / "mel", default="fast")
+    torch.manual_seed(0)
+    cfg = ModelConfig(num_symbols=NUM_SYMBOLS, num_codebooks=LEVELS, cardinality=CARD, num_speakers=2, d_model=16,
+                      n_heads=2, ff_mult=2, dropout=0.0, encoder_layers=1, duration_channels=16, masked_layers=1,
+                      serial_layers=1, max_frames=128)
+    info = VoiceInfo(codec=str(codec_dir), num_codebooks=LEVELS, cardinality=CARD, voices=("a", "b"))
+    voice = save_voice(VoiceModel(cfg, info), tmp_path / "voice")
+    data, rng, rows, utts = tmp_path / "data", np.random.default_rng(0), [], []
+    for k, sp in enumerate(("a", "b")):
+        for i, text in enumerate(("Good morning.", "It was a very good year.", "Call me.")):
+            ids = np.array(phonemize(text).ids, dtype=np.int64)
+            durations = rng.integers(2, 6, size=len(ids))
+            codes = rng.integers(0, CARD, size=(LEVELS, int(durations.sum())))
+            utts.append(Utterance(utt_id=f"{sp}/u{i}", speaker=k, phonemes=ids, durations=durations, codes=codes))
+            rows.append({"id": f"u{i}", "voice": sp, "split": "dev", "text": text, "wav": f"wav/{sp}/u{i}.wav"})
+    data.mkdir()
+    (data / "manifest.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    meta = ShardMeta(codec="mel-fx", sample_rate=22050, frame_rate=22050 / 256, num_codebooks=LEVELS, cardinality=CARD,
+                     inventory_version=str(INVENTORY_VERSION), voices=("a", "b"))
+    write_shard(data / "tokens" / "mel-fx" / "dev-000.safetensors", utts, meta)
+    monkeypatch.setattr(judging, "from_args", lambda args: _LoudnessJudge())
+    out = tmp_path / "s.json"
+    assert smooth08.main(["--data", str(data), "--voice", str(voice), "--n", "2", "--sigmas", "0,2", "--threads", "1",
+                          "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert {(r["speaker"], r["system"], r["sigma"]) for r in report["rows"]} == {
+        (sp, system, s) for sp in ("a", "b") for system in ("codec", "parallel") for s in (0.0, 2.0)}
+    for r in report["rows"]:
+        assert r["n"] == 2 and r["wer"] == 0.0 and r["distillmos"] > 0
+        assert (r["distillmos_change"] is None) == (r["sigma"] == 0.0)
+        if r["sigma"] == 2.0:  # a 2-frame blur changes what the decoder renders
+            assert r["distillmos_change"]["diff"] != 0.0
+    assert capsys.readouterr().out.count("\n| a | ") == 4
+    for argv, needle in ((["--sigmas", "0,x"], "comma-separated numbers"), (["--sigmas", "0,5"], "in [0, 4]"),
+                         (["--n", "0"], "--n must be >= 1")):
+        with pytest.raises(SystemExit, match=needle.replace("[", r"\[").replace("]", r"\]")):
+            smooth08.main(["--data", str(data), *argv])
