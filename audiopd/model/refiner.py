@@ -18,6 +18,7 @@ Artifact files (``format_version`` 1)::
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -123,12 +124,12 @@ def save_refiner(refiner: MelRefiner, directory: str | Path, *, dtype: str = "fl
     return directory
 
 
-def load_refiner(directory: str | Path, *, voices: tuple[str, ...], sums: dict[str, str],
+def load_refiner(directory: str | Path, *, voices: tuple[str, ...] | None, sums: dict[str, str],
                  own_weights: bool = True) -> MelRefiner | None:
     """The refiner shipped in voice ``directory`` (None when it has none). ``sums``: file name -> sha256 from its
-    SHA256SUMS (already verified); both refiner files must be listed, its speakers must be ``voices`` and, with
-    ``own_weights``, its ``voice_sha256`` the listed digest of model.safetensors (without: a starting point for
-    training another voice's, ``python -m audiopd.train.refiner --init-from``)."""
+    SHA256SUMS (already verified); both refiner files must be listed, its speakers must be ``voices`` (None: any,
+    for a starting point) and, with ``own_weights``, its ``voice_sha256`` the listed digest of model.safetensors
+    (without: a starting point for training another voice's, ``python -m audiopd.train.refiner --init-from``)."""
     from safetensors.torch import load_file
 
     directory = Path(directory)
@@ -144,7 +145,7 @@ def load_refiner(directory: str | Path, *, voices: tuple[str, ...], sums: dict[s
     except yaml.YAMLError as exc:
         raise ArtifactError(f"{path} is not valid YAML: {exc}") from None
     cfg = from_dict(RefinerConfig, data if isinstance(data, dict) else {}, where=str(path))
-    if tuple(cfg.voices) != tuple(voices):
+    if voices is not None and tuple(cfg.voices) != tuple(voices):
         raise ArtifactError(f"{path}: refiner speakers {list(cfg.voices)}, the voice's {list(voices)}")
     digest = sums.get("model.safetensors", "")
     if own_weights and cfg.voice_sha256 != digest:
@@ -159,3 +160,19 @@ def load_refiner(directory: str | Path, *, voices: tuple[str, ...], sums: dict[s
         raise ArtifactError(f"{directory}: {REFINER_WEIGHTS} does not match {REFINER_CONFIG} "
                             f"({str(exc).splitlines()[0]})") from None
     return refiner.eval()
+
+
+def with_speakers(refiner: MelRefiner, voices: tuple[str, ...]) -> MelRefiner:
+    """``refiner`` for another speaker table (a voice that grew a speaker, ``--init-from``): a speaker it knows keeps
+    its learnt bias row, a new one starts from the mean of them (the correction it learnt on average), everything
+    else is shared by all speakers and kept (as ``audiopd.train.checkpoint.map_speakers`` does for a voice)."""
+    voices = tuple(voices)
+    if voices == tuple(refiner.cfg.voices):
+        return refiner
+    out = MelRefiner(dataclasses.replace(refiner.cfg, voices=voices))
+    state = dict(refiner.state_dict())
+    old = state["speaker.weight"]
+    row = {v: i for i, v in enumerate(refiner.cfg.voices)}
+    state["speaker.weight"] = torch.stack([old[row[v]] if v in row else old.mean(dim=0) for v in voices])
+    out.load_state_dict(state)
+    return out.eval()

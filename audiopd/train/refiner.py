@@ -25,7 +25,7 @@ import torch
 
 from audiopd.errors import ArtifactError, AudiopdError
 from audiopd.model.refiner import (
-    REFINER_CONFIG, REFINER_WEIGHTS, MelRefiner, RefinerConfig, load_refiner, save_refiner,
+    REFINER_CONFIG, REFINER_WEIGHTS, MelRefiner, RefinerConfig, load_refiner, save_refiner, with_speakers,
 )
 
 Pair = tuple[np.ndarray, np.ndarray, int]  # (input log-mel [T, n_mels], target log-mel, speaker index)
@@ -117,14 +117,16 @@ def train(refiner: MelRefiner, pairs: Sequence[Pair], *, steps: int, batch: int 
 
 
 def init_refiner(voice_dir: Path, voices: tuple[str, ...]) -> MelRefiner:
-    """The refiner of ``voice_dir`` as a starting point (``--init-from``): checksummed, the same speakers, learnt on
-    any weights (``load_refiner`` without ``own_weights``)."""
+    """The refiner of ``voice_dir`` as a starting point (``--init-from``): checksummed, learnt on any weights
+    (``load_refiner`` without ``own_weights``), its speaker rows mapped onto ``voices`` (``with_speakers``: a
+    speaker it never heard starts from their mean)."""
     from audiopd.artifacts import read_checksums, verify_checksums
 
     if not (voice_dir / REFINER_CONFIG).is_file():
         raise ArtifactError(f"--init-from {voice_dir}: no {REFINER_CONFIG} there")
     verify_checksums(voice_dir)
-    return load_refiner(voice_dir, voices=voices, sums=read_checksums(voice_dir), own_weights=False)
+    source = load_refiner(voice_dir, voices=None, sums=read_checksums(voice_dir), own_weights=False)
+    return with_speakers(source, voices)
 
 
 def main(argv: list[str] | None = None) -> int:

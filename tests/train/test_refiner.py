@@ -19,7 +19,7 @@ from audiopd.codec.mel import smooth_time
 from audiopd.config import from_dict
 from audiopd.errors import ArtifactError
 from audiopd.model.config import ModelConfig
-from audiopd.model.refiner import REFINER_CONFIG, MelRefiner, RefinerConfig, save_refiner
+from audiopd.model.refiner import REFINER_CONFIG, MelRefiner, RefinerConfig, save_refiner, with_speakers
 from audiopd.model.voice import VoiceInfo, VoiceModel, load_voice, save_voice
 from audiopd.text import NUM_SYMBOLS
 from audiopd.train.refiner import main as refiner_main
@@ -100,6 +100,20 @@ def test_train_ships_a_refiner_that_loads_and_resumes(tmp_path: Path, capsys) ->
     artifacts.write_checksums(other)
     assert refiner_main([*args, "--steps", "5", "--init-from", str(tmp_path / "mel")]) == 2
     assert "no refiner.yaml there" in capsys.readouterr().err
+
+
+def test_a_grown_speaker_table_keeps_the_learnt_rows_and_starts_new_ones_from_their_mean() -> None:
+    torch.manual_seed(1)
+    refiner = MelRefiner(_cfg()).eval()
+    for p in refiner.parameters():
+        torch.nn.init.normal_(p, std=0.1)  # a trained-looking refiner: every correction differs
+    grown = with_speakers(refiner, ("b", "new", "a"))
+    assert grown.cfg.voices == ("b", "new", "a") and refiner.cfg.voices == VOICES  # the source is untouched
+    mel = np.random.default_rng(0).standard_normal((20, 80)).astype(np.float32)
+    np.testing.assert_allclose(grown.refine(mel, 0), refiner.refine(mel, 1), atol=1e-6)  # b keeps b's row
+    np.testing.assert_allclose(grown.refine(mel, 2), refiner.refine(mel, 0), atol=1e-6)  # a keeps a's row
+    torch.testing.assert_close(grown.speaker.weight[1], refiner.speaker.weight.mean(dim=0))
+    assert with_speakers(refiner, VOICES) is refiner
 
 
 def test_the_loader_rejects_a_refiner_it_cannot_vouch_for(tmp_path: Path) -> None:
