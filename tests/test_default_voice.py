@@ -10,10 +10,11 @@ import audiopd
 
 
 @pytest.mark.parametrize("name, speakers, rate, speaker", [
-    (None, {"adam", "heart"}, 22050, "adam"),                    # audiopd.load(): the default voice, natural
+    (None, {"adam", "heart", "joe"}, 22050, "adam"),             # audiopd.load(): the default voice, natural
     ("joe", {"joe"}, 22050, "joe"),
     ("flite", {"slt", "rms", "awb", "kal16"}, 16000, "rms"),
-    ("natural", {"heart", "adam"}, 22050, "heart"),               # float16 weights, widened on load
+    ("natural", {"heart", "adam", "joe"}, 22050, "heart"),        # float16 weights, widened on load
+    ("natural", {"heart", "adam", "joe"}, 22050, "joe"),          # its Piper-taught speaker
 ])
 def test_shipped_voice_speaks_in_parallel_and_serial_mode(name, speakers, rate, speaker) -> None:
     tts = audiopd.load(name)

@@ -48,9 +48,12 @@ def test_an_unknown_name_is_refused_with_the_shipped_voices(voices) -> None:
 
 
 def test_the_flite_speakers_belong_to_the_shipped_flite_voice() -> None:
-    # The repository's own voices: `--voice slt` keeps meaning flite's slt, `--voice joe` the voice joe.
+    # The repository's own voices: `--voice slt` keeps meaning flite's slt, `--voice joe` the voice joe (a voice's
+    # name comes first), while the speaker joe belongs to the default voice (`--voice natural:joe`).
     assert DEFAULT_VOICE == "natural"
-    assert speaker_owner("joe") == "joe"
+    assert speaker_owner("joe") == "natural"
+    tts, speaker = _load_voice("joe")
+    assert tts.voice_name == "joe" and speaker is None
     assert {speaker_owner(s) for s in ("slt", "rms", "awb", "kal16")} == {"flite"}
     assert speaker_owner("heart") == speaker_owner("adam") == "natural"  # `--voice heart`: the Kokoro-taught voice
     assert speaker_owner("nobody") is None
