@@ -18,7 +18,6 @@ Artifact files (``format_version`` 1)::
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -161,18 +160,3 @@ def load_refiner(directory: str | Path, *, voices: tuple[str, ...] | None, sums:
                             f"({str(exc).splitlines()[0]})") from None
     return refiner.eval()
 
-
-def with_speakers(refiner: MelRefiner, voices: tuple[str, ...]) -> MelRefiner:
-    """``refiner`` for another speaker table (a voice that grew a speaker, ``--init-from``): a speaker it knows keeps
-    its learnt bias row, a new one starts from the mean of them (the correction it learnt on average), everything
-    else is shared by all speakers and kept (as ``audiopd.train.checkpoint.map_speakers`` does for a voice)."""
-    voices = tuple(voices)
-    if voices == tuple(refiner.cfg.voices):
-        return refiner
-    out = MelRefiner(dataclasses.replace(refiner.cfg, voices=voices))
-    state = dict(refiner.state_dict())
-    old = state["speaker.weight"]
-    row = {v: i for i, v in enumerate(refiner.cfg.voices)}
-    state["speaker.weight"] = torch.stack([old[row[v]] if v in row else old.mean(dim=0) for v in voices])
-    out.load_state_dict(state)
-    return out.eval()

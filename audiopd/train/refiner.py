@@ -14,6 +14,7 @@ result replaces it only if its dev L1 is lower (``--force`` ships regardless), a
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 import time
@@ -25,7 +26,7 @@ import torch
 
 from audiopd.errors import ArtifactError, AudiopdError
 from audiopd.model.refiner import (
-    REFINER_CONFIG, REFINER_WEIGHTS, MelRefiner, RefinerConfig, load_refiner, save_refiner, with_speakers,
+    REFINER_CONFIG, REFINER_WEIGHTS, MelRefiner, RefinerConfig, load_refiner, save_refiner,
 )
 
 Pair = tuple[np.ndarray, np.ndarray, int]  # (input log-mel [T, n_mels], target log-mel, speaker index)
@@ -114,6 +115,21 @@ def train(refiner: MelRefiner, pairs: Sequence[Pair], *, steps: int, batch: int 
             log(f"step {step}: train L1 {loss.item():.4f} ({time.perf_counter() - t0:.0f} s)")
     refiner.eval()
     return step
+
+
+def with_speakers(refiner: MelRefiner, voices: tuple[str, ...]) -> MelRefiner:
+    """``refiner`` for another speaker table (a voice that grew a speaker): its bias rows re-indexed by speaker name
+    with ``audiopd.train.checkpoint.map_speakers``, the voice's own re-indexing (a new speaker starts from the mean
+    row); everything else is shared by all speakers and kept."""
+    from audiopd.train.checkpoint import map_speakers
+
+    voices = tuple(voices)
+    if voices == tuple(refiner.cfg.voices):
+        return refiner
+    state, _ = map_speakers(refiner.state_dict(), tuple(refiner.cfg.voices), (), voices)
+    out = MelRefiner(dataclasses.replace(refiner.cfg, voices=voices))
+    out.load_state_dict(state)
+    return out.eval()
 
 
 def init_refiner(voice_dir: Path, voices: tuple[str, ...]) -> MelRefiner:

@@ -19,10 +19,11 @@ from audiopd.codec.mel import smooth_time
 from audiopd.config import from_dict
 from audiopd.errors import ArtifactError
 from audiopd.model.config import ModelConfig
-from audiopd.model.refiner import REFINER_CONFIG, MelRefiner, RefinerConfig, save_refiner, with_speakers
+from audiopd.model.refiner import REFINER_CONFIG, MelRefiner, RefinerConfig, save_refiner
 from audiopd.model.voice import VoiceInfo, VoiceModel, load_voice, save_voice
 from audiopd.text import NUM_SYMBOLS
 from audiopd.train.refiner import main as refiner_main
+from audiopd.train.refiner import with_speakers
 from audiopd.train.shards import write_shard
 
 VOICES = ("a", "b")
