@@ -40,7 +40,7 @@ def tts(tmp_path, monkeypatch):
 
 def test_peers_run_interleaved_on_the_same_texts(tts):
     a, b = FakePeer(), FakePeer()
-    cfg = BenchConfig(lengths=(0.5, 1.5), batches=(1, 2), repeats=2, steps=2)
+    cfg = BenchConfig(lengths=(0.5, 1.5), batches=(1, 2), repeats=2, steps=2, settle_s=0.0)
     report = run_bench(tts, cfg, peers={"fake:a": a, "fake:b": b})
     seq = [(o["target_s"], o["batch"], o["repeat"], o["mode"]) for o in report["order"]]
     modes = ("parallel", "serial", "fake:a", "fake:b")
@@ -63,7 +63,8 @@ def test_peers_run_interleaved_on_the_same_texts(tts):
 
 
 def test_no_peers_no_peer_fields(tts):
-    report = run_bench(tts, BenchConfig(lengths=(0.5,), batches=(1,), repeats=1, steps=2, warmup=False))
+    report = run_bench(tts, BenchConfig(lengths=(0.5,), batches=(1,), repeats=1, steps=2, warmup=False,
+                                        settle_s=0.0))
     assert "peers" not in report["cells"][0] and bench_peers.markdown_table(report) == ""
 
 
