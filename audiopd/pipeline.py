@@ -14,6 +14,7 @@ audiopd.synthesis.result turns each text's chunks into its ``Result`` (joined au
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import secrets
 import time
@@ -114,14 +115,26 @@ def default_checker(config: CheckerConfig | None = None) -> Checker:
     return run
 
 
+def voice_config(model) -> SynthesisConfig:
+    """The defaults with the voice's own level-0 step budget (``VoiceInfo.parallel_steps``, chosen on its
+    development split) for parallel mode and auto mode's first attempt; a voice that sets none gets the defaults."""
+    k = getattr(getattr(model, "info", None), "parallel_steps", 0)
+    config = SynthesisConfig()
+    if not k:
+        return config
+    return dataclasses.replace(config, parallel=dataclasses.replace(config.parallel, steps=k),
+                               auto=dataclasses.replace(config.auto, first_steps=k))
+
+
 class Synthesizer:
-    """A loaded voice + codec, ready to speak. Build with ``audiopd.load``."""
+    """A loaded voice + codec, ready to speak. Build with ``audiopd.load``; without a ``config`` it decodes with
+    the voice's own defaults (``voice_config``)."""
 
     def __init__(self, model, codec: Codec, *, config: SynthesisConfig | None = None,
                  cost: CostModel | None = None, checker: Checker | None = None) -> None:
         self.model = model.eval()
         self.codec = codec
-        self.config = config or SynthesisConfig()
+        self.config = config or voice_config(model)
         self.config.validate()
         self.cost = cost or CostModel()
         self.cost.validate()

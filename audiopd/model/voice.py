@@ -43,6 +43,7 @@ from audiopd.model.refiner import load_refiner
 
 VOICE_FORMAT_VERSION = 1
 SUPPORTED_VOICE_VERSIONS = (1,)
+MAX_PARALLEL_STEPS = 64  # a voice's own K: SoundStorm uses 16 for level 0; more is unbounded work, not quality
 CHECKER_FILE = "checker.yaml"
 
 
@@ -68,6 +69,10 @@ class VoiceInfo:
     # predicted fine levels jump more than another's (codecs/mel22k/README.md, "Smoothing": heart's dev
     # DistillMOS kept rising to 1.0 frame, adam's did not).
     smooth_frames: tuple[float, ...] = field(default_factory=tuple)
+    # The level-0 step budget K of parallel decoding (and of auto mode's first attempt) chosen on this voice's
+    # development split; 0 = the engine's default (audiopd.pipeline.SynthesisConfig). Per voice because the best
+    # K is a property of the model: a confident one needs fewer passes (recipes/voice/README.md, "Two passes").
+    parallel_steps: int = 0
 
     def __post_init__(self) -> None:
         if self.teachers and len(self.teachers) != len(self.voices):
@@ -77,6 +82,9 @@ class VoiceInfo:
                                 "voice(s)")
         if any(not 0.0 <= s <= 4.0 for s in self.smooth_frames):
             raise ArtifactError(f"smooth_frames must lie in [0, 4] frames, got {list(self.smooth_frames)}")
+        if isinstance(self.parallel_steps, bool) or not isinstance(self.parallel_steps, int) or not 0 <= self.parallel_steps <= MAX_PARALLEL_STEPS:
+            raise ArtifactError(f"parallel_steps must be an integer in [0, {MAX_PARALLEL_STEPS}] (0 = the engine's "
+                                f"default), got {self.parallel_steps!r}")
 
     def teacher(self, voice: str) -> str:
         """The corpus name of ``voice``'s teacher: the recorded one, else the voice's own name."""

@@ -137,7 +137,8 @@ def parse_smoothing(text: str) -> dict[str, float]:
 
 def export_voice(source: str | Path, out_dir: str | Path, *, checker: str | Path | None = None,
                  codec: str | Path | None = None, speakers: tuple[str, ...] | None = None,
-                 dtype: str = "float32", smoothing: dict[str, float] | None = None) -> Path:
+                 dtype: str = "float32", smoothing: dict[str, float] | None = None,
+                 parallel_steps: int | None = None) -> Path:
     """``source``: a run directory (its latest checkpoint) or one checkpoint directory.
 
     ``checker``: a YAML file of CheckerConfig fields to ship as the voice's ``checker.yaml``.
@@ -145,6 +146,8 @@ def export_voice(source: str | Path, out_dir: str | Path, *, checker: str | Path
     ``speakers``: ship only these speakers (``keep_speakers``); None ships all of the run's.
     ``dtype``: how the weights are stored (``float16`` halves the artifact; the loader widens them).
     ``smoothing``: each shipped voice's decode-time blur in frames (``with_smoothing``); None = the codec's.
+    ``parallel_steps``: the voice's own level-0 step budget (``VoiceInfo.parallel_steps``, chosen on the dev split);
+    None or 0 = the engine's default.
     """
     source = Path(source)
     ck = source if (source / "state.json").is_file() else latest_checkpoint(source)
@@ -161,6 +164,8 @@ def export_voice(source: str | Path, out_dir: str | Path, *, checker: str | Path
         weights, info, mcfg = keep_speakers(weights, info, mcfg, tuple(speakers))
     if smoothing is not None:
         info = with_smoothing(info, smoothing)
+    if parallel_steps is not None:
+        info = dataclasses.replace(info, parallel_steps=parallel_steps)
     model = VoiceModel(mcfg, info)
     model.load_state_dict(weights)
     out_dir = Path(out_dir)
@@ -191,12 +196,15 @@ def main(argv: list[str] | None = None) -> int:
                     help="weights' storage type (default float32; float16 halves the artifact)")
     ap.add_argument("--smooth-frames", default=None, metavar="NAME=FRAMES,...",
                     help="each voice's decode-time blur over time, in frames (default: the codec's setting)")
+    ap.add_argument("--parallel-steps", type=int, default=None, metavar="K",
+                    help="the voice's own level-0 step budget of parallel decoding, chosen on the dev split "
+                         "(default: the engine's)")
     args = ap.parse_args(argv)
     speakers = None if args.speakers is None else tuple(s.strip() for s in args.speakers.split(",") if s.strip())
     try:
         smoothing = None if args.smooth_frames is None else parse_smoothing(args.smooth_frames)
         path = export_voice(args.source, args.out, checker=args.checker, codec=args.codec, speakers=speakers,
-                            dtype=args.dtype, smoothing=smoothing)
+                            dtype=args.dtype, smoothing=smoothing, parallel_steps=args.parallel_steps)
     except AudiopdError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -220,3 +220,21 @@ def test_export_records_each_speakers_blur(tmp_path: Path, capsys: pytest.Captur
     assert export_main([str(tmp_path / "run"), str(tmp_path / "y"), "--smooth-frames", "heart:1"]) == 2
     assert "expected NAME=FRAMES" in capsys.readouterr().err
     assert parse_smoothing(" adam=0.7 , heart=1 ") == {"adam": 0.7, "heart": 1.0}
+
+
+def test_export_records_the_voices_own_step_budget(shard_dir: Path, tmp_path: Path) -> None:
+    train(tiny_train_config(max_steps=1), shard_dir, tmp_path / "run")
+    assert load_voice(export_voice(tmp_path / "run", tmp_path / "plain")).info.parallel_steps == 0
+    out = export_voice(tmp_path / "run", tmp_path / "voice", parallel_steps=2)
+    assert yaml.safe_load((out / "config.yaml").read_text())["parallel_steps"] == 2
+    assert load_voice(out).info.parallel_steps == 2
+    with pytest.raises(ArtifactError, match="parallel_steps"):
+        export_voice(tmp_path / "run", tmp_path / "bad", parallel_steps=-1)
+    cfg = yaml.safe_load((out / "config.yaml").read_text())
+    cfg["parallel_steps"] = 2.5  # a typo in a hand-edited artifact is refused at load, not at decode time
+    (out / "config.yaml").write_text(yaml.safe_dump(cfg))
+    from audiopd.artifacts import write_checksums
+
+    write_checksums(out)
+    with pytest.raises(ArtifactError, match="parallel_steps must be int"):
+        load_voice(out)
