@@ -11,8 +11,7 @@ really produces; the table reports the actual audio seconds, not the target.
 
 Each cell (target length x batch size) runs the modes interleaved per repeat (parallel, serial,
 [auto,] parallel, serial, ...), so slow drifts of a shared machine's load hit both modes alike,
-and reports medians over the repeats, every timed call after an untimed pause (``settle_s``, 0.3 s) that lets
-the previous call's threads go idle. One untimed warm-up call per mode comes first (allocation,
+and reports medians over the repeats. One untimed warm-up call per mode comes first (allocation,
 kernel selection, pocketsphinx start-up for auto). Speed figures run with the checker off
 (``mode="parallel"``/``"serial"``); ``--auto`` adds the checked ``auto`` mode at batch 1.
 
@@ -32,7 +31,9 @@ table says what a user of this machine gets); the report records the count. Both
 same count, side by side.
 
 ``--peers`` times natural peer systems (Kokoro, Piper) in the same rounds on the same texts and thread count
-(``audiopd.eval.bench_peers`` describes their figures); they need the ``teachers`` extra.
+(``audiopd.eval.bench_peers`` describes their figures); they need the ``teachers`` extra. Then each system's
+timed call follows an untimed call of its own (``BenchConfig.rewarm``; ``--no-rewarm`` turns it off): a call
+right after another engine's runs measurably slower than the same call in a process that serves only it.
 
 The command itself (options, the Markdown table, printing, the JSON file) is ``audiopd.eval.bench_cli``;
 ``audiopd bench --stages`` breaks one call at batch 1 down into its stages instead (``audiopd.eval.bench_stages``).
@@ -58,7 +59,6 @@ from audiopd.errors import AudiopdError
 PARALLEL, SERIAL, AUTO = "parallel", "serial", "auto"
 MAX_LENGTH_S = 120.0
 MAX_BATCH = 64
-MAX_SETTLE_S = 5.0
 
 BENCH_SENTENCES: tuple[str, ...] = (
     "The old bridge over the river was painted green last summer.",
@@ -129,16 +129,15 @@ class BenchConfig:
     steps: int | None = None  # parallel level-0 step budget (None: the voice's configured default)
     seed: int = 0
     warmup: bool = True
-    # A pause before every timed call, so no call is timed while the previous system's threads still hold the
-    # cores: right after a Piper call (ONNX Runtime) a 5 s parallel synthesis measured 246 ms against 186 back to
-    # back and 192 after a 0.3 s pause, while the peers lost nothing after a torch call (recipes/voice/README.md,
-    # "Two passes and a fair bench"). The pause is not timed.
-    settle_s: float = 0.3
+    # With peers, each system's first timed call in a round follows an untimed call of its own on the same texts,
+    # as in a process that serves one engine: right after Kokoro and Piper (ONNX Runtime) a 1 s parallel synthesis
+    # took 122 ms against 79 back to back and 65 after one untimed call of its own (5 s: 263 / 194 / 202), and Piper
+    # lost ~30% after Kokoro in the same way (recipes/voice/README.md, "A fair bench"). A pause alone (0.3 or 1 s)
+    # left most of it. The warm-up calls are not timed.
+    rewarm: bool = True
 
     def validate(self) -> None:
         check_run_options(self.lengths, self.repeats, self.steps, self.seed)
-        if not 0.0 <= self.settle_s <= MAX_SETTLE_S:
-            raise BenchOptionError(f"settle must lie in [0, {MAX_SETTLE_S:g}] s, got {self.settle_s}")
         if not self.batches or any(not 1 <= b <= MAX_BATCH for b in self.batches):
             raise BenchOptionError(f"batch sizes must lie in 1..{MAX_BATCH}, got {list(self.batches)}")
 
@@ -331,12 +330,14 @@ def run_bench(tts, cfg: BenchConfig | None = None, *, speaker: str | None = None
                 runs: dict[str, list[dict[str, Any]]] = {m: [] for m in modes}
                 peer_runs: dict[str, list[dict[str, float]]] = {p: [] for p in peers}
                 for r in range(cfg.repeats):
+                    if peers and cfg.rewarm:  # the peers ran last: one untimed call of audiopd's own first
+                        _run(tts, timer, batch_texts, modes[0], cfg, speaker)
                     for mode in modes:  # interleaved: A B A B, so load drifts hit both modes alike
-                        time.sleep(cfg.settle_s)
                         runs[mode].append(_run(tts, timer, batch_texts, mode, cfg, speaker))
                         order.append({"target_s": target, "batch": batch, "repeat": r, "mode": mode})
                     for name, peer in peers.items():
-                        time.sleep(cfg.settle_s)
+                        if cfg.rewarm:
+                            bench_peers.run_peer(peer, batch_texts)
                         peer_runs[name].append(bench_peers.run_peer(peer, batch_texts))
                         order.append({"target_s": target, "batch": batch, "repeat": r, "mode": name})
                 summary = {m: _summary(rs) for m, rs in runs.items()}
@@ -358,7 +359,7 @@ def run_bench(tts, cfg: BenchConfig | None = None, *, speaker: str | None = None
         "voice": voice_name, "codec": inner.name, "sample_rate": tts.sample_rate, "frame_rate": tts.frame_rate,
         "speakers": list(tts.voices), "speaker": tts.voices[spk] if spk < len(tts.voices) else spk,
         "lengths": list(cfg.lengths), "batches": list(cfg.batches), "repeats": cfg.repeats, "seed": cfg.seed,
-        "steps": cfg.steps, "auto": cfg.auto, "settle_s": cfg.settle_s, "torch_threads": torch.get_num_threads(),
+        "steps": cfg.steps, "auto": cfg.auto, "rewarm": cfg.rewarm, "torch_threads": torch.get_num_threads(),
         "cost_model": tts.cost.source, "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
         "python": platform.python_version(), "torch": torch.__version__,
         "cells": cells, "order": order, "total_wall_s": round(time.perf_counter() - t_start, 2),

@@ -84,9 +84,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--peers", default=None, metavar="SYSTEM:VOICE,...",
                    help="also time natural peers on the same texts and threads, e.g. kokoro:af_heart,piper:joe "
                    "(needs the 'teachers' extra)")
-    p.add_argument("--settle", type=float, default=None, metavar="S",
-                   help="untimed pause before every timed call, so the previous system's threads are idle "
-                   "(default: 0.3)")
+    p.add_argument("--no-rewarm", action="store_true",
+                   help="with --peers, time each system right after the others (default: each system's timed "
+                   "call follows an untimed call of its own, as in a process serving one engine)")
     p.add_argument("--stages", action="store_true",
                    help="instead, time each stage of a synthesis at batch 1 (text frontend, conditioning, decoder "
                    "passes, codec parts, checker, joins, WAV writing): one table per mode, rows = stages, "
@@ -102,14 +102,14 @@ def config_of(args: argparse.Namespace) -> BenchConfig | StagesConfig:
     if getattr(args, "stages", False):
         given = [flag for flag, on in (("--batch", args.batch is not None), ("--auto", args.auto),
                                        ("--peers", bool(args.peers)),
-                                       ("--settle", args.settle is not None)) if on]
+                                       ("--no-rewarm", args.no_rewarm)) if on]
         if given:
             raise BenchOptionError(f"--stages times batch 1 in parallel, auto and serial mode: drop {', '.join(given)}")
         cfg = StagesConfig(lengths=tuple(args.lengths), repeats=args.repeats, steps=args.steps, seed=args.seed)
     else:
         cfg = BenchConfig(lengths=tuple(args.lengths), batches=tuple(args.batch or BenchConfig.batches),
                           repeats=args.repeats, auto=args.auto, steps=args.steps, seed=args.seed,
-                          settle_s=BenchConfig.settle_s if args.settle is None else args.settle)
+                          rewarm=not args.no_rewarm)
     cfg.validate()
     return cfg
 

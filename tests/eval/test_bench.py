@@ -67,15 +67,10 @@ def test_predicted_seconds_is_what_the_facade_delivers(artifacts) -> None:
     assert res.duration_s == pytest.approx(predicted_seconds(tts, text), abs=1e-6)
 
 
-def test_bench_structure_medians_and_interleaving(tts, monkeypatch) -> None:
-    from audiopd.eval import bench
-
-    pauses: list[float] = []
-    monkeypatch.setattr(bench.time, "sleep", pauses.append)  # the settle pause, recorded instead of slept
+def test_bench_structure_medians_and_interleaving(tts) -> None:
     codec = tts.codec
-    cfg = BenchConfig(lengths=(0.5, 1.5), batches=(1, 3), repeats=2, steps=4, settle_s=0.25)
+    cfg = BenchConfig(lengths=(0.5, 1.5), batches=(1, 3), repeats=2, steps=4)
     report = run_bench(tts, cfg, speaker="rms")
-    assert pauses == [0.25] * len(report["order"]) and report["settle_s"] == 0.25  # one before every timed call
     assert tts.codec is codec  # the timing wrapper is removed again
     assert report["speaker"] == "rms" and report["codec"] == "fx" and report["torch_threads"] == 1
     cells = report["cells"]
@@ -113,8 +108,7 @@ def test_auto_column_only_at_batch_1(tts) -> None:
         return {"passed": True, "score": 1.0, "reasons": [], "bad_spans": []}
 
     tts.checker = checker  # the real checker's cost is not what this test is about
-    report = run_bench(tts, BenchConfig(lengths=(0.5,), batches=(1, 2), repeats=1, auto=True, warmup=False,
-                                        settle_s=0.0))
+    report = run_bench(tts, BenchConfig(lengths=(0.5,), batches=(1, 2), repeats=1, auto=True, warmup=False))
     one, two = report["cells"]
     assert set(one["modes"]) == {"parallel", "serial", "auto"} and set(two["modes"]) == {"parallel", "serial"}
     assert one["modes"]["auto"]["attempts"] == 1 and one["modes"]["auto"]["passed"] == 1.0
@@ -127,7 +121,7 @@ def test_auto_column_only_at_batch_1(tts) -> None:
 def test_cli_bench_prints_the_table_and_writes_json(artifacts, capsys) -> None:
     out = artifacts / "res" / "bench.json"
     argv = ["--voice", "slt", "--lengths", "0.5", "--batch", "1,2", "--repeats", "1", "--steps", "2",
-            "--settle", "0", "--json", str(out)]
+            "--json", str(out)]
     assert main(["bench", *argv]) == 0
     report = json.loads(out.read_text())
     assert report["voice"] == DEFAULT_VOICE and report["speaker"] == "slt" and len(report["cells"]) == 2
@@ -141,7 +135,6 @@ def test_cli_bench_prints_the_table_and_writes_json(artifacts, capsys) -> None:
     (["--repeats", "0"], "repeats must be >= 1"),
     (["--steps", "0"], "steps must lie in 1..256"),
     (["--threads", "0"], "--threads must be >= 1"),
-    (["--settle", "-1"], "settle must lie in [0, 5] s"),
     (["--voice", "carol"], "unknown voice 'carol'"),
     (["--json", "{d}"], "is a directory"),
 ])

@@ -38,16 +38,26 @@ def tts(tmp_path, monkeypatch):
     return audiopd.load()
 
 
-def test_peers_run_interleaved_on_the_same_texts(tts):
+@pytest.mark.parametrize("rewarm", [True, False])
+def test_peers_run_interleaved_on_the_same_texts(tts, monkeypatch, rewarm):
     a, b = FakePeer(), FakePeer()
-    cfg = BenchConfig(lengths=(0.5, 1.5), batches=(1, 2), repeats=2, steps=2, settle_s=0.0)
+    calls: list[str] = []
+    real = tts.synthesize_batch
+    monkeypatch.setattr(tts, "synthesize_batch", lambda texts, **kw: calls.append(kw["mode"]) or real(texts, **kw))
+    cfg = BenchConfig(lengths=(0.5, 1.5), batches=(1, 2), repeats=2, steps=2, rewarm=rewarm)
     report = run_bench(tts, cfg, peers={"fake:a": a, "fake:b": b})
     seq = [(o["target_s"], o["batch"], o["repeat"], o["mode"]) for o in report["order"]]
     modes = ("parallel", "serial", "fake:a", "fake:b")
     assert seq == [(c["target_s"], c["batch"], r, m) for c in report["cells"] for r in range(2) for m in modes]
-    # One untimed warm-up, then every repeat of every cell: the batch's own texts, in order.
-    expected = [report["cells"][0]["texts"][0]] + [t for c in report["cells"] for _ in range(2) for t in c["texts"]]
+    # One untimed warm-up, then every repeat of every cell: the batch's own texts, in order; with ``rewarm`` each
+    # system's timed call in a round follows an untimed call of its own on the same texts.
+    per_repeat = 2 if rewarm else 1
+    expected = [report["cells"][0]["texts"][0]] + [t for c in report["cells"] for _ in range(2 * per_repeat)
+                                                   for t in c["texts"]]
     assert a.texts == expected and b.texts == expected
+    round_calls = (["parallel"] if rewarm else []) + ["parallel", "serial"]
+    assert calls == ["parallel", "serial"] + round_calls * 2 * len(report["cells"])
+    assert report["rewarm"] is rewarm
     for c in report["cells"]:
         par, ser = c["modes"]["parallel"], c["modes"]["serial"]
         for name in ("fake:a", "fake:b"):
@@ -63,8 +73,7 @@ def test_peers_run_interleaved_on_the_same_texts(tts):
 
 
 def test_no_peers_no_peer_fields(tts):
-    report = run_bench(tts, BenchConfig(lengths=(0.5,), batches=(1,), repeats=1, steps=2, warmup=False,
-                                        settle_s=0.0))
+    report = run_bench(tts, BenchConfig(lengths=(0.5,), batches=(1,), repeats=1, steps=2, warmup=False))
     assert "peers" not in report["cells"][0] and bench_peers.markdown_table(report) == ""
 
 

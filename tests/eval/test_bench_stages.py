@@ -114,7 +114,7 @@ def test_cli_stages_prints_the_tables_and_writes_the_same_figures(artifacts, cap
     (["--seed", "-1"], "seed must be >= 0"),
     (["--threads", "0"], "--threads must be >= 1"),
     (["--batch", "8"], "--stages times batch 1 in parallel, auto and serial mode: drop --batch"),
-    (["--settle", "1"], "--stages times batch 1 in parallel, auto and serial mode: drop --settle"),
+    (["--no-rewarm"], "--stages times batch 1 in parallel, auto and serial mode: drop --no-rewarm"),
     (["--auto"], "drop --auto"),
 ])
 def test_bad_input_is_one_line_exit_2_before_the_voice_loads(artifacts, capsys, monkeypatch, argv, needle) -> None:
