@@ -1,7 +1,7 @@
 """The held-out sentences of a corpus that quality evaluations speak, and their teacher recordings.
 
 Reads ``DATA/corpus/manifest.jsonl`` (the flite corpus) or ``DATA/manifest.jsonl`` (the natural one), draws
-the ``test`` split sentences every evaluated speaker recorded, groups them into passages for long-text runs,
+the ``test`` split sentences (or the ``dev`` split's, for choosing settings) every evaluated speaker recorded, groups them into passages for long-text runs,
 and loads the teacher's recording of each. ``tts_eval`` judges the voice on these sentences and ``oracle``
 reads the same manifest; both share this code so they pick and load sentences the same way.
 """
@@ -74,27 +74,34 @@ def read_manifest(data: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def select_sentences(rows: Sequence[dict[str, Any]], speakers: Sequence[str], n: int, seed: int) -> list[Sentence]:
-    """``n`` test sentences (fewer if fewer exist), the same for every speaker, in id order.
+SPLITS = ("test", "dev")
+
+
+def select_sentences(rows: Sequence[dict[str, Any]], speakers: Sequence[str], n: int, seed: int,
+                     split: str = "test") -> list[Sentence]:
+    """``n`` sentences of ``split`` (fewer if fewer exist), the same for every speaker, in id order. ``test`` is
+    for reporting; ``dev`` for choosing settings, so the test split stays unseen by every choice.
 
     Only ids recorded by every evaluated speaker that is a corpus voice are eligible, so every
     speaker's teacher row covers exactly the sentences its synthesis rows cover.
     """
     if n < 1:
         raise EvalInputError(f"--n must be >= 1, got {n}")
+    if split not in SPLITS:
+        raise EvalInputError(f"--split must be one of {', '.join(SPLITS)}, got {split!r}")
     by_id: dict[str, Sentence] = {}
     for r in rows:
-        if r["split"] != "test":
+        if r["split"] != split:
             continue
         s = by_id.setdefault(r["id"], Sentence(r["id"], r["text"], {}))
         s.wavs[r["voice"]] = (r["wav"],)
     if not by_id:
-        raise EvalInputError("the corpus manifest has no 'test' split rows")
+        raise EvalInputError(f"the corpus manifest has no {split!r} split rows")
     corpus_voices = {v for s in by_id.values() for v in s.wavs}
     taught = [sp for sp in speakers if sp in corpus_voices]
     eligible = sorted(i for i, s in by_id.items() if all(sp in s.wavs for sp in taught))
     if not eligible:
-        raise EvalInputError(f"no test sentence is recorded by all of {', '.join(taught)}")
+        raise EvalInputError(f"no {split} sentence is recorded by all of {', '.join(taught)}")
     picked = random.Random(seed).sample(eligible, min(n, len(eligible)))
     return [by_id[i] for i in sorted(picked)]
 

@@ -1,12 +1,13 @@
 """Quality evaluation of a voice: ASR word error rate on held-out sentences, teacher vs parallel vs serial.
 
     python -m audiopd.eval.tts_eval --data data --voice joe --n 40 [--modes parallel,serial] \
-        [--steps K] [--speakers slt,rms] [--batch 8] [--seed 0] [--join J] [--out report.json] \
+        [--steps K] [--speakers slt,rms] [--split test|dev] [--batch 8] [--seed 0] [--join J] [--out report.json] \
         [--asr whisper|pocketsphinx] [--no-mos] [--no-dnsmos] [--judge-cache FILE] [--peers kokoro:af_heart,piper:joe] \
         [--decoder hq|fast]
 
 For every speaker of the voice the same ``N`` sentences of the corpus's held-out ``test`` split
-(recipes/corpus: sentences no model or codec saw) are judged (``audiopd.eval.judging``: ``--asr whisper``, the
+(recipes/corpus: sentences no model or codec saw; ``--split dev`` takes the development split instead, for
+choosing settings without looking at the test sentences) are judged (``audiopd.eval.judging``: ``--asr whisper``, the
 default, or ``pocketsphinx`` for WER; DistillMOS and DNSMOS beside it) three ways: the teacher's own recording
 from the corpus
 (``DATA/corpus/wav/<speaker>/<id>.wav``, when the speaker is one of the corpus voices), and the voice
@@ -55,6 +56,7 @@ from audiopd.codec.registry import add_decoder_argument
 from audiopd.errors import AudiopdError
 from audiopd.eval import judging
 from audiopd.eval.heldout import (  # also imported from here by callers and tests
+    SPLITS,
     TEACHER_PAUSE_S,  # noqa: F401
     EvalInputError,
     Sentence,
@@ -114,7 +116,7 @@ def _tally() -> _Tally:
 
 def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("parallel", "serial"),
              steps: int | None = None, seed: int = 0, batch: int = 8, speakers: Sequence[str] | None = None,
-             join: int = 1,
+             join: int = 1, split: str = "test",
              recognizer: Recognizer | None = None, wav_dir: str | Path | None = None, voice_name: str = "",
              log: Callable[[str], None] | None = None, judge: judging.EvalJudge | None = None,
              peers: Sequence[Any] = ()) -> dict[str, Any]:
@@ -146,7 +148,7 @@ def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("par
     data = Path(data)
     # A voice's speaker may be named apart from its teacher's recordings (``heart`` taught by kokoro:af_heart).
     teacher_of = {sp: tts.model.info.teacher(sp) for sp in speakers}
-    sentences = select_sentences(read_manifest(data), [teacher_of[sp] for sp in speakers], n, seed)
+    sentences = select_sentences(read_manifest(data), [teacher_of[sp] for sp in speakers], n, seed, split)
     warnings = [] if len(sentences) == n else [f"only {len(sentences)} test sentences are eligible, not {n}"]
     if join > 1 and len(sentences) % join:
         warnings.append(f"{len(sentences) % join} sentence(s) left over after passages of {join} were dropped")
@@ -222,7 +224,7 @@ def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("par
     return {
         "auto": auto_summary(utts),
         "voice": voice_name, "codec": tts.codec.name, "decoder": tts.codec.decoder,
-        "data": str(data), "n": len(sentences), "join": join, "seed": seed, "steps": steps, "batch": batch,
+        "data": str(data), "n": len(sentences), "join": join, "split": split, "seed": seed, "steps": steps, "batch": batch,
         "modes": modes, "peers": [p.name for p in peers],
         "speakers": speakers, "sentences": [{"id": s.id, "text": s.text} for s in sentences],
         "rows": rows, "utterances": utts, "warnings": warnings, "judge": judge.describe(),
@@ -287,6 +289,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--modes", default="parallel,serial", help="comma-separated of parallel, serial, auto")
     p.add_argument("--steps", type=int, default=None, metavar="K", help="level-0 step budget of parallel decoding")
     p.add_argument("--speakers", default=None, help="comma-separated speakers (default: all of the voice)")
+    p.add_argument("--split", default="test", choices=SPLITS,
+                   help="held-out split: test (default; the figures to report) or dev (for choosing settings)")
     p.add_argument("--batch", type=int, default=8, help="texts per synthesize_batch call (default: 8)")
     p.add_argument("--seed", type=int, default=0, help="sentence choice and synthesis seed (default: 0)")
     p.add_argument("--join", type=int, default=1, metavar="J",
@@ -318,6 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             peers = [load_peer(spec.name, threads=args.threads) for spec in parse_peers(args.peers)]
         report = evaluate(tts, args.data, n=args.n, modes=_csv(args.modes), steps=args.steps, seed=args.seed,
                           batch=args.batch, speakers=_csv(args.speakers) if args.speakers else None, join=args.join,
+                          split=args.split,
                           wav_dir=args.save_wavs, voice_name=tts.voice_name, judge=judge, peers=peers,
                           log=lambda m: print(m, file=sys.stderr, flush=True))
         report["torch_threads"] = torch.get_num_threads()

@@ -210,6 +210,17 @@ def test_select_sentences_is_deterministic_and_shared(speakers, n, seed, expect_
         assert [s.id for s in select_sentences(rows, speakers, n, seed + 1)] != [s.id for s in picked]
 
 
+def test_the_dev_split_is_drawn_apart_from_the_test_split() -> None:
+    dev = [f"d{k:03d}" for k in range(8)]
+    rows = _rows({"a": IDS, "b": IDS}) + _rows({"a": dev, "b": dev}, split="dev")
+    assert [s.id for s in select_sentences(rows, ["a", "b"], 100, 0, "dev")] == dev
+    assert {s.id for s in select_sentences(rows, ["a", "b"], 100, 0)} == set(IDS)  # test, the default
+    with pytest.raises(EvalInputError, match="no 'dev' split rows"):
+        select_sentences(_rows({"a": IDS}), ["a"], 5, 0, "dev")
+    with pytest.raises(EvalInputError, match="--split must be one of test, dev, got 'train'"):
+        select_sentences(rows, ["a"], 5, 0, "train")
+
+
 @pytest.mark.parametrize("rows, speakers, n, needle", [
     (_rows({"a": IDS}, split="train"), ["a"], 5, "no 'test' split rows"),
     (_rows({"a": IDS[:5], "b": IDS[5:]}), ["a", "b"], 5, "no test sentence is recorded by all of a, b"),
