@@ -17,9 +17,9 @@ from audiopd.errors import ArtifactError
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 # The voice ``audiopd.load()`` speaks with, and its first speaker (adam) the default speaker: the Kokoro-taught
-# voice, whose adam is its most natural speaker (parallel WER 4.45%, DistillMOS 4.31 on the 226 test sentences,
-# against heart's 4.92% / 4.09 and joe's 7.72% / 3.51, with its mel refiner, 2026-12-06; README.md, "How it
-# sounds, beside its peers").
+# voice, whose adam is its most natural speaker (parallel WER 4.52%, DistillMOS 4.32 on the 226 test sentences,
+# against heart's 4.58% / 4.12 and joe's 7.79% / 3.50, with its mel refiner and K <= 2, 2026-12-06; README.md,
+# "How it sounds, beside its peers").
 DEFAULT_VOICE = "natural"
 # --voice's help, the same in every command that loads a voice (resolved by audiopd.cli._load_voice).
 VOICE_HELP = (f"a shipped voice's name (default: {DEFAULT_VOICE}) or a path like ./myvoice, a speaker of a shipped "

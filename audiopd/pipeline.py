@@ -58,7 +58,8 @@ FINE_PASSES = 1  # both decoders' (SynthesisConfig says why)
 
 @dataclass(frozen=True)
 class SynthesisConfig:
-    # Explicit mode="parallel" uses these: at most 3 adaptive level-0 passes, then the fine levels in one pass.
+    # Explicit mode="parallel" uses these: at most 3 adaptive level-0 passes, then the fine levels in one pass; a
+    # voice may set its own K (VoiceInfo.parallel_steps, voice_config below).
     # Serial fills the fine levels with the same pass, so a speed comparison charges both decoders the same fine
     # work. Chosen on the development set, never the test split (samples/report.md, "How the decoding defaults
     # were chosen").
