@@ -132,8 +132,8 @@ class BenchConfig:
     # With peers, each system's first timed call in a round follows an untimed call of its own on the same texts,
     # as in a process that serves one engine: right after Kokoro and Piper (ONNX Runtime) a 1 s parallel synthesis
     # took 122 ms against 79 back to back and 65 after one untimed call of its own (5 s: 263 / 194 / 202), and Piper
-    # lost ~30% after Kokoro in the same way (recipes/voice/README.md, "A fair bench"). A pause alone (0.3 or 1 s)
-    # left most of it. The warm-up calls are not timed.
+    # lost ~30% after Kokoro in the same way (recipes/voice/README.md, "Two passes and a fair bench"). A pause
+    # alone (0.3 or 1 s) left 10-16% on a 5 s call. The warm-up calls are not timed.
     rewarm: bool = True
 
     def validate(self) -> None:

@@ -1,9 +1,10 @@
 """The held-out sentences of a corpus that quality evaluations speak, and their teacher recordings.
 
 Reads ``DATA/corpus/manifest.jsonl`` (the flite corpus) or ``DATA/manifest.jsonl`` (the natural one), draws
-the ``test`` split sentences (or the ``dev`` split's, for choosing settings) every evaluated speaker recorded, groups them into passages for long-text runs,
-and loads the teacher's recording of each. ``tts_eval`` judges the voice on these sentences and ``oracle``
-reads the same manifest; both share this code so they pick and load sentences the same way.
+the ``test`` split sentences (or the ``dev`` split's, for choosing settings) every evaluated speaker recorded,
+groups them into passages for long-text runs, and loads the teacher's recording of each. ``tts_eval`` judges
+the voice on these sentences and ``oracle`` reads the same manifest; both share this code so they pick and
+load sentences the same way.
 """
 
 from __future__ import annotations

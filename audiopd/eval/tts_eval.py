@@ -1,15 +1,16 @@
 """Quality evaluation of a voice: ASR word error rate on held-out sentences, teacher vs parallel vs serial.
 
     python -m audiopd.eval.tts_eval --data data --voice joe --n 40 [--modes parallel,serial] \
-        [--steps K] [--speakers slt,rms] [--split test|dev] [--batch 8] [--seed 0] [--join J] [--out report.json] \
+        [--steps K] [--speakers slt,rms] [--split test|dev] [--batch 8] [--seed 0] [--join J] \
+        [--out report.json] \
         [--asr whisper|pocketsphinx] [--no-mos] [--no-dnsmos] [--judge-cache FILE] [--peers kokoro:af_heart,piper:joe] \
         [--decoder hq|fast]
 
 For every speaker of the voice the same ``N`` sentences of the corpus's held-out ``test`` split
 (recipes/corpus: sentences no model or codec saw; ``--split dev`` takes the development split instead, for
-choosing settings without looking at the test sentences) are judged (``audiopd.eval.judging``: ``--asr whisper``, the
-default, or ``pocketsphinx`` for WER; DistillMOS and DNSMOS beside it) three ways: the teacher's own recording
-from the corpus
+choosing settings without looking at the test sentences) are judged (``audiopd.eval.judging``: ``--asr
+whisper``, the default, or ``pocketsphinx`` for WER; DistillMOS and DNSMOS beside it) three ways: the
+teacher's own recording from the corpus
 (``DATA/corpus/wav/<speaker>/<id>.wav``, when the speaker is one of the corpus voices), and the voice
 synthesising the sentence in each requested mode (checker off for ``parallel``/``serial``, so the
 figures measure the decoder, not the ladder). The teacher's WER is the floor the ASR itself sets on
@@ -149,7 +150,7 @@ def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("par
     # A voice's speaker may be named apart from its teacher's recordings (``heart`` taught by kokoro:af_heart).
     teacher_of = {sp: tts.model.info.teacher(sp) for sp in speakers}
     sentences = select_sentences(read_manifest(data), [teacher_of[sp] for sp in speakers], n, seed, split)
-    warnings = [] if len(sentences) == n else [f"only {len(sentences)} test sentences are eligible, not {n}"]
+    warnings = [] if len(sentences) == n else [f"only {len(sentences)} {split} sentences are eligible, not {n}"]
     if join > 1 and len(sentences) % join:
         warnings.append(f"{len(sentences) % join} sentence(s) left over after passages of {join} were dropped")
     sentences = join_sentences(sentences, join)
@@ -224,7 +225,8 @@ def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("par
     return {
         "auto": auto_summary(utts),
         "voice": voice_name, "codec": tts.codec.name, "decoder": tts.codec.decoder,
-        "data": str(data), "n": len(sentences), "join": join, "split": split, "seed": seed, "steps": steps, "batch": batch,
+        "data": str(data), "n": len(sentences), "join": join, "split": split, "seed": seed, "steps": steps,
+        "batch": batch,
         "modes": modes, "peers": [p.name for p in peers],
         "speakers": speakers, "sentences": [{"id": s.id, "text": s.text} for s in sentences],
         "rows": rows, "utterances": utts, "warnings": warnings, "judge": judge.describe(),

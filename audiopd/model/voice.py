@@ -71,7 +71,8 @@ class VoiceInfo:
     smooth_frames: tuple[float, ...] = field(default_factory=tuple)
     # The level-0 step budget K of parallel decoding (and of auto mode's first attempt) chosen on this voice's
     # development split; 0 = the engine's default (audiopd.pipeline.SynthesisConfig). Per voice because the best
-    # K is a property of the model: a confident one needs fewer passes (recipes/voice/README.md, "Two passes").
+    # K is a property of the model: a confident one needs fewer passes (recipes/voice/README.md, "Two passes and a
+    # fair bench").
     parallel_steps: int = 0
 
     def __post_init__(self) -> None:
@@ -82,7 +83,8 @@ class VoiceInfo:
                                 "voice(s)")
         if any(not 0.0 <= s <= 4.0 for s in self.smooth_frames):
             raise ArtifactError(f"smooth_frames must lie in [0, 4] frames, got {list(self.smooth_frames)}")
-        if isinstance(self.parallel_steps, bool) or not isinstance(self.parallel_steps, int) or not 0 <= self.parallel_steps <= MAX_PARALLEL_STEPS:
+        k = self.parallel_steps
+        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_PARALLEL_STEPS:
             raise ArtifactError(f"parallel_steps must be an integer in [0, {MAX_PARALLEL_STEPS}] (0 = the engine's "
                                 f"default), got {self.parallel_steps!r}")
 

@@ -10,7 +10,8 @@
 #        MAX_STEPS (a shorter stop, for a smoke test), SPEAKERS (exported speakers; default heart and adam),
 #        REFINER_STEPS / REFINER_MINUTES / REFINER_THREADS (the mel refiner's run after the export: 4000 steps,
 #        at most 2 minutes, every core; on this 2-core CPU 15000 and 40 gave the shipped refiner),
-#        PARALLEL_STEPS (the exported voice's own K; default INIT's: re-choose it on the dev split, README "Two passes")
+#        PARALLEL_STEPS (the exported voice's own K; default INIT's: re-choose it on the dev split, README.md
+#        "Two passes and a fair bench")
 # On a lent machine (the device tool), from the repository root, inside one call of <= 9 minutes:
 #   recipes/voice/gpu.sh path/to/tokens/mel22k "$OUT"
 # then, here: copy OUT/voice over voices/natural if its dev figures improve (recipes/voice/README.md); OUT/voice
