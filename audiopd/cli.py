@@ -94,7 +94,8 @@ def _say_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--voice", default=None, help=VOICE_HELP)
     p.add_argument("--mode", choices=("auto", "parallel", "serial"), default="auto",
                    help="decoding path; auto checks the output and escalates on failure (default: auto)")
-    p.add_argument("--steps", type=int, default=None, metavar="K", help="level-0 step budget of parallel decoding")
+    p.add_argument("--steps", type=int, default=None, metavar="K",
+                   help="level-0 step budget of parallel decoding (default: the voice's own, else 3)")
     p.add_argument("--seed", type=int, default=None, metavar="N", help="random seed (default: random, in the report)")
     p.add_argument("--speed", type=float, default=1.0, metavar="S", help="speaking rate factor (default: 1.0)")
     p.add_argument("--report", default=None, metavar="R.json", help="write the synthesis report as JSON")
