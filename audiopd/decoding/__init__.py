@@ -1,31 +1,27 @@
-"""audiopd.decoding: mask schedules, the shared sampler, parallel (masked) and serial decoders."""
+"""audiopd.decoding: mask schedules, the shared sampler, parallel (masked) and serial decoders.
 
-from audiopd.decoding.api import build_condition, decode, pad_ids, phone_span_to_frames
-from audiopd.decoding.parallel import ParallelConfig, decode_parallel
-from audiopd.decoding.refine import DecodeResult, DecodeStats, fine_level_groups, region_mask
-from audiopd.decoding.sampling import SamplingConfig, filter_logits, sample, token_probs
-from audiopd.decoding.schedules import annealed_temperature, cosine_counts, mask_ratio, masked_after_step
-from audiopd.decoding.serial import SerialConfig, decode_serial
+Names load lazily (PEP 562): the decoders import torch, while config.py and schedules.py do not, so the torch-free
+inference path (``audiopd.lite``) can import those without paying for torch.
+"""
 
-__all__ = [
-    "DecodeResult",
-    "DecodeStats",
-    "ParallelConfig",
-    "SamplingConfig",
-    "SerialConfig",
-    "annealed_temperature",
-    "build_condition",
-    "decode",
-    "cosine_counts",
-    "decode_parallel",
-    "decode_serial",
-    "filter_logits",
-    "fine_level_groups",
-    "mask_ratio",
-    "pad_ids",
-    "phone_span_to_frames",
-    "masked_after_step",
-    "region_mask",
-    "sample",
-    "token_probs",
-]
+import importlib
+
+_HOME = {
+    "build_condition": "api", "decode": "api", "pad_ids": "api", "phone_span_to_frames": "api",
+    "ParallelConfig": "config", "SamplingConfig": "config", "SerialConfig": "config",
+    "decode_parallel": "parallel", "decode_serial": "serial",
+    "DecodeResult": "refine", "DecodeStats": "refine", "fine_level_groups": "refine", "region_mask": "refine",
+    "filter_logits": "sampling", "sample": "sampling", "token_probs": "sampling",
+    "annealed_temperature": "schedules", "cosine_counts": "schedules", "mask_ratio": "schedules",
+    "masked_after_step": "schedules",
+}
+
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name: str):
+    if name in _HOME:
+        value = getattr(importlib.import_module(f"audiopd.decoding.{_HOME[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'audiopd.decoding' has no attribute {name!r}")

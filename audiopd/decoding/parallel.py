@@ -19,13 +19,12 @@ Then the fine levels are filled by ``refine_fine_levels``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from audiopd import timing
+from audiopd.decoding.config import ParallelConfig  # noqa: F401  (re-exported)
 from audiopd.decoding.refine import (
     DecodeResult,
     DecodeStats,
@@ -39,35 +38,6 @@ from audiopd.decoding.refine import (
 from audiopd.decoding.sampling import SamplingConfig, sample
 from audiopd.decoding.schedules import annealed_temperature, masked_after_step
 from audiopd.model.encoder import FrameCondition
-
-
-@dataclass(frozen=True)
-class ParallelConfig:
-    steps: int = 16  # maximum level-0 passes (SoundStorm uses 16 for level 0)
-    sampling: SamplingConfig = field(default_factory=lambda: SamplingConfig(temperature=1.0, top_p=0.9))
-    final_temperature: float = 0.2  # temperature anneals linearly from sampling.temperature to this
-    choice_noise: float = 1.0  # MaskGIT "choice temperature": Gumbel noise on log-confidence, annealed to 0
-    remask: bool = False
-    remask_below: float = 0.1  # committed tokens below this confidence may be re-masked (if remask)
-    adaptive: bool = True
-    confident_prob: float = 0.9
-    converge_delta: float = 0.01
-    stable_fraction: float = 0.02
-    converge_context: float = 0.2  # committed fraction that must separate two convergence checks
-    min_steps: int = 2
-    fine_passes: int | None = None  # None = one greedy pass per fine level (SoundStorm)
-    fine_sampling: SamplingConfig = field(default_factory=lambda: SamplingConfig(temperature=0.0))
-    attention_window: int = 0  # > 0: block-local attention of this many frames in every pass (0 = full)
-
-    def validate(self) -> None:
-        if self.steps < 1 or self.min_steps < 1:
-            raise ValueError("steps and min_steps must be >= 1")
-        if self.attention_window < 0:
-            raise ValueError(f"attention_window must be >= 0, got {self.attention_window}")
-        if not 0.0 < self.confident_prob <= 1.0:
-            raise ValueError(f"confident_prob must be in (0, 1], got {self.confident_prob}")
-        self.sampling.validate()
-        self.fine_sampling.validate()
 
 
 def _history(tokens: Tensor, known: Tensor, window: int) -> Tensor:

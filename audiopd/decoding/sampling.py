@@ -10,29 +10,10 @@ reproducible for a seed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import Tensor
 
-
-@dataclass(frozen=True)
-class SamplingConfig:
-    temperature: float = 1.0  # 0 = greedy
-    top_k: int = 0  # 0 = off
-    top_p: float = 1.0  # 1 = off
-    ras_window: int = 0  # 0 = RAS off; VALL-E 2 uses a window of 10 (at 75 Hz)
-    ras_threshold: float = 0.1  # VALL-E 2: repetition ratio above which to resample
-
-    def validate(self) -> None:
-        if self.temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
-        if self.top_k < 0:
-            raise ValueError(f"top_k must be >= 0, got {self.top_k}")
-        if not 0.0 < self.top_p <= 1.0:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
-        if self.ras_window < 0 or not 0.0 <= self.ras_threshold <= 1.0:
-            raise ValueError("ras_window must be >= 0 and ras_threshold in [0, 1]")
+from audiopd.decoding.config import SamplingConfig  # noqa: F401  (re-exported)
 
 
 def filter_logits(logits: Tensor, top_k: int = 0, top_p: float = 1.0) -> Tensor:

@@ -9,33 +9,13 @@ refinement passes as the parallel decoder.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import torch
 
 from audiopd import timing
+from audiopd.decoding.config import SerialConfig  # noqa: F401  (re-exported)
 from audiopd.decoding.refine import DecodeResult, DecodeStats, confidence_of, finish, refine_fine_levels
 from audiopd.decoding.sampling import SamplingConfig, sample
 from audiopd.model.encoder import FrameCondition
-
-
-@dataclass(frozen=True)
-class SerialConfig:
-    # VALL-E 2 defaults for RAS: window 10, threshold 0.1; top-p 0.9 keeps the tail out. At this codec's 100 Hz,
-    # level-0 tokens repeat more than EnCodec's at 75 Hz, and RAS redraws 27-32% of the frames; it still helps:
-    # off, looser or stricter was no better on the development set (samples/report.md, "serial decoding").
-    sampling: SamplingConfig = field(
-        default_factory=lambda: SamplingConfig(temperature=1.0, top_p=0.9, ras_window=10, ras_threshold=0.1)
-    )
-    fine_passes: int | None = None
-    fine_sampling: SamplingConfig = field(default_factory=lambda: SamplingConfig(temperature=0.0))
-    attention_window: int = 0  # > 0: block-local attention in the fine passes (level 0 is causal, cached)
-
-    def validate(self) -> None:
-        if self.attention_window < 0:
-            raise ValueError(f"attention_window must be >= 0, got {self.attention_window}")
-        self.sampling.validate()
-        self.fine_sampling.validate()
 
 
 @torch.no_grad()

@@ -1,21 +1,25 @@
-"""audiopd.model: phoneme encoder + duration predictor, masked codec transformer, serial level-0 model."""
+"""audiopd.model: phoneme encoder + duration predictor, masked codec transformer, serial level-0 model.
 
-from audiopd.model.config import ModelConfig
-from audiopd.model.encoder import FrameCondition, FrameConditioner, durations_from_log, length_regulate
-from audiopd.model.masked import MaskedCodecTransformer, SerialLevel0, SerialState
-from audiopd.model.voice import VoiceInfo, VoiceModel, load_voice, save_voice
+Names load lazily (PEP 562): the networks import torch, while config.py and info.py do not, so the torch-free
+inference path (``audiopd.lite``) can read a voice's configuration without paying for torch.
+"""
 
-__all__ = [
-    "FrameCondition",
-    "FrameConditioner",
-    "MaskedCodecTransformer",
-    "ModelConfig",
-    "SerialLevel0",
-    "SerialState",
-    "VoiceInfo",
-    "VoiceModel",
-    "durations_from_log",
-    "length_regulate",
-    "load_voice",
-    "save_voice",
-]
+import importlib
+
+_HOME = {
+    "ModelConfig": "config", "VoiceInfo": "info",
+    "FrameCondition": "encoder", "FrameConditioner": "encoder", "durations_from_log": "encoder",
+    "length_regulate": "encoder",
+    "MaskedCodecTransformer": "masked", "SerialLevel0": "masked", "SerialState": "masked",
+    "VoiceModel": "voice", "load_voice": "voice", "save_voice": "voice",
+}
+
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name: str):
+    if name in _HOME:
+        value = getattr(importlib.import_module(f"audiopd.model.{_HOME[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'audiopd.model' has no attribute {name!r}")
