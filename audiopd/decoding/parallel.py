@@ -35,7 +35,7 @@ from audiopd.decoding.refine import (
     refine_fine_levels,
     region_mask,
 )
-from audiopd.decoding.sampling import SamplingConfig, sample
+from audiopd.decoding.sampling import sample
 from audiopd.decoding.schedules import annealed_temperature, masked_after_step
 from audiopd.model.encoder import FrameCondition
 

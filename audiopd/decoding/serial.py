@@ -14,7 +14,7 @@ import torch
 from audiopd import timing
 from audiopd.decoding.config import SerialConfig  # noqa: F401  (re-exported)
 from audiopd.decoding.refine import DecodeResult, DecodeStats, confidence_of, finish, refine_fine_levels
-from audiopd.decoding.sampling import SamplingConfig, sample
+from audiopd.decoding.sampling import sample
 from audiopd.model.encoder import FrameCondition
 
 

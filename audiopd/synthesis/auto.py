@@ -23,11 +23,9 @@ Only failing items take part in later stages; they are decoded together as a sma
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -37,60 +35,26 @@ from audiopd import timing
 from audiopd.decoding.parallel import ParallelConfig, decode_parallel
 from audiopd.decoding.refine import fine_level_groups
 from audiopd.decoding.serial import SerialConfig, decode_serial
-from audiopd.errors import AudiopdError
 from audiopd.model.encoder import FrameCondition
-from audiopd.synthesis.cost import PARALLEL, SERIAL, CostModel, choose_path, estimate_parallel_s, estimate_serial_s
-from audiopd.synthesis.report import verdict_to_dict
-
-FULL = "full"
-REPAIR = "repair"
-MODES = ("auto", PARALLEL, SERIAL)
-
-# checker(audio, sample_rate, text, durations_s=..., tokens=..., confidence=..., token_rate=...) -> verdict
-Checker = Callable[..., Any]
-
-# Delivered audio never exceeds this peak (see Renderer.to_audio).
-PEAK_LIMIT = 0.95
-
-
-@dataclass(frozen=True)
-class AutoConfig:
-    first_steps: int = 3  # small K: the parallel mode's default (audiopd.pipeline.SynthesisConfig says why)
-    escalate_steps: int = 16  # SoundStorm's level-0 step count
-    repair: bool = True
-    # A failure is usually heard a little after its cause (a skipped phone shows as a short gap), so
-    # flagged spans are widened before re-masking.
-    repair_margin_s: float = 0.08
-    serial_fallback: bool = True
-    # Escalation (repair, more steps, serial) may spend at most this multiple of the first attempt's own wall
-    # time (decode + check), so no input costs much more than (1 + this) x a checked parallel synthesis: without it,
-    # 1,000 characters of nonsense words, which fail every check, ran the whole ladder for 5.8x the plain
-    # parallel time (samples/report.md, "Bounded work"). 1.25 keeps such input within 3x of plain parallel
-    # (issue 27) now that the first attempt's check costs a fraction of its decoding. None: only
-    # ``time_budget_s`` limits escalation.
-    escalation_budget: float | None = 1.25
-    # ... but never less than this many seconds per request (shared by its batches in proportion to their
-    # audio): a short sentence's whole ladder costs about a second, and the budget exists for long
-    # pathological input, not to starve the repair of ordinary text.
-    escalation_floor_s: float = 2.0
-
-    def validate(self) -> None:
-        if self.first_steps < 1 or self.escalate_steps < 1:
-            raise ValueError("first_steps and escalate_steps must be >= 1")
-        if self.escalation_budget is not None and not self.escalation_budget >= 0.0:
-            raise ValueError(f"escalation_budget must be >= 0 or None, got {self.escalation_budget}")
-        if not self.escalation_floor_s >= 0.0:
-            raise ValueError(f"escalation_floor_s must be >= 0, got {self.escalation_floor_s}")
-        if not self.repair_margin_s >= 0.0:
-            raise ValueError(f"repair_margin_s must be >= 0, got {self.repair_margin_s}")
-
-
-@dataclass(frozen=True)
-class Stage:
-    mode: str  # "parallel" | "serial"
-    kind: str  # "full" | "repair"
-    steps: int | None  # level-0 step budget (None for serial)
-
+from audiopd.synthesis.config import AutoConfig
+from audiopd.synthesis.cost import CostModel, choose_path, estimate_parallel_s, estimate_serial_s
+from audiopd.synthesis.items import (  # noqa: F401  (the torch-free pieces of the ladder, re-exported from here)
+    FULL,
+    MODES,
+    PARALLEL,
+    PEAK_LIMIT,
+    REPAIR,
+    SERIAL,
+    Attempt,
+    Checker,
+    GroupOutcome,
+    Item,
+    Stage,
+    check_audio,
+    fit_audio,
+    seed_for,
+    span_frames,
+)
 
 def plan_stages(mode: str, first_path: str, *, steps: int | None, auto: AutoConfig, parallel_steps: int,
                 checking: bool) -> list[Stage]:
@@ -118,64 +82,6 @@ def plan_stages(mode: str, first_path: str, *, steps: int | None, auto: AutoConf
     return stages if checking else stages[:1]
 
 
-@dataclass
-class Attempt:
-    mode: str
-    kind: str
-    max_steps: int | None
-    steps: int  # level-0 steps actually run (serial: one per frame)
-    forward_passes: int  # of the whole (sub-)batch this item was decoded in
-    seconds: float  # batch decode time + this item's own codec decode and check
-    run: int  # which decoder run (shared by the items decoded together)
-    codes: torch.Tensor  # [Q, T]
-    confidence: torch.Tensor  # [T]
-    audio: np.ndarray
-    verdict: dict | None = None
-    repaired_spans: list[tuple[float, float]] = field(default_factory=list)
-
-    @property
-    def passed(self) -> bool | None:
-        return None if self.verdict is None else bool(self.verdict["passed"])
-
-    @property
-    def score(self) -> float | None:
-        return None if self.verdict is None else float(self.verdict["score"])
-
-    def to_report(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "mode": self.mode, "kind": self.kind, "steps": self.steps, "max_steps": self.max_steps,
-            "forward_passes": self.forward_passes, "seconds": round(self.seconds, 4),
-            "passed": self.passed, "score": self.score,
-            "reasons": list(self.verdict["reasons"]) if self.verdict else [],
-        }
-        if self.kind == REPAIR:
-            out["repaired_spans"] = [[round(a, 3), round(b, 3)] for a, b in self.repaired_spans]
-        return out
-
-
-@dataclass
-class Item:
-    """One chunk to synthesise: its text (the checker's reference), phoneme ids and speaker."""
-
-    text: str
-    ids: tuple[int, ...]
-    speaker: int
-    words: tuple[tuple[str, int, int], ...] = ()  # (word, first token, end token) for timestamps
-    durations: np.ndarray | None = None  # frames per phoneme token, set by ``render_group``
-    attempts: list[Attempt] = field(default_factory=list)
-
-    @property
-    def frames(self) -> int:
-        return int(self.durations.sum()) if self.durations is not None else 0
-
-    def best(self) -> Attempt:
-        """Highest verdict score, passing attempts first; the earlier (cheaper) one on ties."""
-        if not self.attempts:
-            raise RuntimeError("item has no attempts")
-        key = [((a.passed is True), a.score if a.score is not None else -math.inf) for a in self.attempts]
-        return self.attempts[max(range(len(key)), key=lambda i: (key[i], -i))]
-
-
 def select(cond: FrameCondition, rows: Sequence[int]) -> FrameCondition:
     """The condition of a subset of items, trimmed to their longest length (same tensors, no re-encoding)."""
     idx = torch.as_tensor(list(rows), dtype=torch.long)
@@ -184,31 +90,6 @@ def select(cond: FrameCondition, rows: Sequence[int]) -> FrameCondition:
     return FrameCondition(frames=cond.frames.index_select(0, idx)[:, :t],
                           frame_mask=cond.frame_mask.index_select(0, idx)[:, :t],
                           durations=cond.durations.index_select(0, idx), lengths=lengths)
-
-
-def span_frames(spans: Sequence[tuple[float, float]], frame_rate: float, num_frames: int,
-                margin_s: float) -> np.ndarray:
-    """Bool mask [num_frames] of the frames inside the (widened) time spans."""
-    mask = np.zeros(num_frames, dtype=bool)
-    for a, b in spans:
-        lo = max(0, int(math.floor((a - margin_s) * frame_rate)))
-        hi = min(num_frames, int(math.ceil((b + margin_s) * frame_rate)))
-        if hi > lo:
-            mask[lo:hi] = True
-    return mask
-
-
-def _seed_for(seed: int, group: int, stage: int) -> int:
-    # Distinct, reproducible streams per (request seed, batch group, ladder stage).
-    return (seed * 1_000_003 + group * 7_919 + stage * 104_729) % (2**63 - 1)
-
-
-@dataclass
-class GroupOutcome:
-    first_path: str
-    stages: list[Stage]
-    budget_exhausted: bool
-    runs: dict[int, int]  # run id -> forward passes
 
 
 class Renderer:
@@ -273,7 +154,7 @@ class Renderer:
                                                                                   audio_s) > deadline:
                     exhausted = True
                     break
-            run, passes = self._run_stage(stage, items, rows, cond, seed=_seed_for(seed, group, s), checking=checking)
+            run, passes = self._run_stage(stage, items, rows, cond, seed=seed_for(seed, group, s), checking=checking)
             runs[run] = passes
             if s == 0 and self.auto.escalation_budget is not None:
                 # Measured, not predicted: the first attempt's wall time prices this group's escalation.
@@ -362,34 +243,16 @@ class Renderer:
         """Codes [Q, T] -> 1-D float32 audio of exactly T frames' worth of samples (``parts`` > 1: the codec
         may split the work over that many threads, ``Codec.decode_split``), by ``speaker``'s codec view."""
         n = codes.shape[1]
-        want = int(round(n * self.sample_rate / self.frame_rate))
         if n == 0:
             return np.zeros(0, dtype=np.float32)
         c = codes.cpu().numpy()
         codec = self.codec if speaker is None or self.codec_for is None else self.codec_for(speaker)
         split = parts > 1 and hasattr(codec, "decode_split")
-        audio = np.asarray(codec.decode_split(c, parts) if split else codec.decode(c[None])[0],
-                           dtype=np.float32)
-        peak = float(np.abs(audio).max()) if audio.size else 0.0
-        if peak > PEAK_LIMIT:
-            # The vocoder can overshoot full scale where the teachers peak at ~0.8; a 16-bit file would clip.
-            # Documented normalisation: such a chunk is scaled down to PEAK_LIMIT, never hard-clipped.
-            audio *= PEAK_LIMIT / peak
-        if audio.size >= want:
-            return audio[:want].copy()
-        return np.pad(audio, (0, want - audio.size))
+        audio = codec.decode_split(c, parts) if split else codec.decode(c[None])[0]
+        return fit_audio(audio, n, self.sample_rate, self.frame_rate)
 
     def check(self, audio: np.ndarray, item: Item, codes: torch.Tensor, confidence: torch.Tensor) -> dict:
         if self.checker is None:
             raise RuntimeError("checking was requested without a checker")
-        durations_s = item.durations / self.frame_rate
-        try:
-            verdict = self.checker(audio, self.sample_rate, item.text, durations_s=durations_s,
-                                   tokens=codes.cpu().numpy(), confidence=confidence.cpu().numpy(),
-                                   token_rate=self.frame_rate)
-        except AudiopdError as exc:
-            # Audio the checker cannot even score is a failed attempt (so auto mode escalates), not a
-            # crash of the whole request, and certainly not a pass.
-            return {"passed": False, "score": 0.0, "reasons": [f"checker could not score the audio: {exc}"],
-                    "bad_spans": []}
-        return verdict_to_dict(verdict)
+        return check_audio(self.checker, audio, item, codes.cpu().numpy(), confidence.cpu().numpy(),
+                           sample_rate=self.sample_rate, frame_rate=self.frame_rate)

@@ -28,8 +28,7 @@ from dataclasses import dataclass
 
 import torch
 
-PARALLEL = "parallel"
-SERIAL = "serial"
+from audiopd.synthesis.items import PARALLEL, SERIAL
 
 
 @dataclass(frozen=True)
