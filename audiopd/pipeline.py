@@ -27,7 +27,7 @@ from audiopd import check  # noqa: F401  (the facade's check; torch-free, lives 
 from audiopd import timing
 from audiopd.artifacts import DEFAULT_VOICE
 from audiopd.codec.base import Codec
-from audiopd.errors import ArtifactError, NothingToSpeakError
+from audiopd.errors import ArtifactError
 from audiopd.synthesis.auto import Checker, Item, Renderer
 from audiopd.synthesis.config import (  # noqa: F401  (the facade's settings, torch-free, re-exported from here)
     ATTENTION_WINDOW,
@@ -35,11 +35,13 @@ from audiopd.synthesis.config import (  # noqa: F401  (the facade's settings, to
     SPEED_RANGE,
     SynthesisConfig,
     SynthesisOptionError,
+    check_compatible,
     default_checker,
     validate_options,
     voice_config,
 )
 from audiopd.synthesis.cost import CostModel, calibrate
+from audiopd.synthesis.items import check_durations, prepare_text
 from audiopd.synthesis.report import report_json  # noqa: F401  (re-exported for callers of the facade)
 from audiopd.synthesis.result import Result, assemble_result
 
@@ -62,7 +64,7 @@ class Synthesizer:
         self.checker = checker
         # Thresholds of that default checker: the voice artifact's checker.yaml, else CheckerConfig().
         self.checker_config: CheckerConfig | None = getattr(model, "checker_config", None)
-        _check_compatible(model, codec)
+        check_compatible(model, codec)
         # Each speaker's codec view (the voice's mel refiner, its own blur: VoiceInfo.smooth_frames), built now so
         # that a codec that cannot apply them fails at load time, not at the first sentence.
         self._speaker_codecs = _speaker_codecs(model, codec)
@@ -176,32 +178,13 @@ class Synthesizer:
         return run, True, [], "default" if self.checker_config is None else "voice"
 
     def _prepare(self, text: str) -> list[tuple[str, Any]]:
-        """Chunks of ``text`` and their phonemes; unspeakable chunks are skipped, all-unspeakable raises."""
-        from audiopd.text import check_word_limits, chunk_text, phonemize
-
-        if not isinstance(text, str):
-            raise TypeError(f"text must be str, got {type(text).__name__}")
-        check_word_limits(text)  # on the whole text: chunking would cut a 3,000-letter "word" into pieces
-        out = []
-        for chunk in chunk_text(text, self.config.max_chunk_chars):
-            try:
-                out.append((chunk, phonemize(chunk)))
-            except NothingToSpeakError:
-                continue  # e.g. a lone "***" between sentences
-        if not out:
-            phonemize(text)  # raises the specific reason (empty, only symbols, unsupported script)
-            raise NothingToSpeakError("text contains no speakable words")
-        return out
+        return prepare_text(text, self.config.max_chunk_chars)
 
     def _predict_durations(self, items: list[Item], speed: float) -> None:
-        per_token_s = self.config.max_token_s / float(speed)
         for it in items:
             cond = self.model.condition(torch.tensor([it.ids]), torch.tensor([it.speaker]), speed=speed)
             it.durations = cond.durations[0].numpy().astype(np.int64)
-            if it.frames > per_token_s * self.frame_rate * len(it.ids):
-                raise ArtifactError(f"the voice predicted {it.frames / self.frame_rate:.0f} s for {len(it.ids)} "
-                                    f"phoneme tokens ({len(it.text)} characters) at speed {speed:g}, more than "
-                                    f"{per_token_s:g} s per token; its duration predictor looks broken")
+            check_durations(it, speed=speed, max_token_s=self.config.max_token_s, frame_rate=self.frame_rate)
 
     def _groups(self, items: list[Item], max_padding: float | None = None) -> list[list[int]]:
         """Length-sorted batches under max_batch items and max_batch_frames padded frames; with ``max_padding``,
@@ -242,31 +225,6 @@ def _speaker_codecs(model, codec: Codec) -> dict[int, Codec]:
         blur = frames or (0.0,) * len(refiner.cfg.voices)
         return {i: codec.refined(refiner.for_speaker(i)).smoothed(f) for i, f in enumerate(blur)}
     return {i: codec.smoothed(f) for i, f in enumerate(frames)}
-
-
-def _check_compatible(model, codec: Codec) -> None:
-    from audiopd.text import INVENTORY_VERSION, NUM_SYMBOLS
-
-    info = model.info
-    problems = []
-    if model.num_codebooks != codec.num_codebooks or model.cardinality != codec.cardinality:
-        problems.append(f"voice has {model.num_codebooks} x {model.cardinality} codes, codec {codec.name!r} "
-                        f"{codec.num_codebooks} x {codec.cardinality}")
-    if info.sample_rate and info.sample_rate != codec.sample_rate:
-        problems.append(f"voice sample rate {info.sample_rate}, codec {codec.sample_rate}")
-    if info.frame_rate and abs(float(info.frame_rate) - float(codec.frame_rate)) > 1e-6:
-        problems.append(f"voice frame rate {info.frame_rate}, codec {codec.frame_rate}")
-    if info.inventory_version and str(info.inventory_version) != str(INVENTORY_VERSION):
-        problems.append(f"voice phoneme inventory v{info.inventory_version}, frontend v{INVENTORY_VERSION}")
-    theirs = getattr(codec, "token_fingerprint", "")
-    if info.codec_fingerprint and theirs and info.codec_fingerprint != theirs:
-        problems.append(f"the voice learnt the tokens of another {codec.name!r} codec (different codebooks or bin "
-                        f"tables: fingerprint {info.codec_fingerprint[:12]}, this codec {theirs[:12]}); use the codec "
-                        f"it was exported with, or re-export it from a run trained on this codec's tokens")
-    if model.cfg.num_symbols < NUM_SYMBOLS:
-        problems.append(f"voice knows {model.cfg.num_symbols} phoneme symbols, the frontend uses {NUM_SYMBOLS}")
-    if problems:
-        raise ArtifactError("voice and codec do not fit together: " + "; ".join(problems))
 
 
 def load(voice: str | Path | Any | None = None, *, codec: str | Path | Codec | None = None,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from audiopd.decoding.config import ParallelConfig, SerialConfig
-from audiopd.errors import AudiopdError
+from audiopd.errors import ArtifactError, AudiopdError
 from audiopd.synthesis.items import MODES, Checker
 from audiopd.synthesis.join import JoinConfig
 
@@ -156,3 +156,30 @@ def validate_options(mode: str, steps: int | None, seed: int | None, speed: floa
         raise SynthesisOptionError(f"speed must be between {lo} and {hi}, got {speed!r}")
     if time_budget_s is not None and not time_budget_s > 0:
         raise SynthesisOptionError(f"time_budget_s must be > 0, got {time_budget_s!r}")
+
+
+def check_compatible(model, codec) -> None:
+    """Refuse a voice and a codec that do not fit together (levels, rates, phoneme inventory, token fingerprint).
+    ``model``: a torch VoiceModel or the torch-free LiteVoice (both have info, cfg, num_codebooks, cardinality)."""
+    from audiopd.text import INVENTORY_VERSION, NUM_SYMBOLS
+
+    info = model.info
+    problems = []
+    if model.num_codebooks != codec.num_codebooks or model.cardinality != codec.cardinality:
+        problems.append(f"voice has {model.num_codebooks} x {model.cardinality} codes, codec {codec.name!r} "
+                        f"{codec.num_codebooks} x {codec.cardinality}")
+    if info.sample_rate and info.sample_rate != codec.sample_rate:
+        problems.append(f"voice sample rate {info.sample_rate}, codec {codec.sample_rate}")
+    if info.frame_rate and abs(float(info.frame_rate) - float(codec.frame_rate)) > 1e-6:
+        problems.append(f"voice frame rate {info.frame_rate}, codec {codec.frame_rate}")
+    if info.inventory_version and str(info.inventory_version) != str(INVENTORY_VERSION):
+        problems.append(f"voice phoneme inventory v{info.inventory_version}, frontend v{INVENTORY_VERSION}")
+    theirs = getattr(codec, "token_fingerprint", "")
+    if info.codec_fingerprint and theirs and info.codec_fingerprint != theirs:
+        problems.append(f"the voice learnt the tokens of another {codec.name!r} codec (different codebooks or bin "
+                        f"tables: fingerprint {info.codec_fingerprint[:12]}, this codec {theirs[:12]}); use the codec "
+                        f"it was exported with, or re-export it from a run trained on this codec's tokens")
+    if model.cfg.num_symbols < NUM_SYMBOLS:
+        problems.append(f"voice knows {model.cfg.num_symbols} phoneme symbols, the frontend uses {NUM_SYMBOLS}")
+    if problems:
+        raise ArtifactError("voice and codec do not fit together: " + "; ".join(problems))

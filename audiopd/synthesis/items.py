@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from audiopd.errors import AudiopdError
+from audiopd.errors import ArtifactError, AudiopdError, NothingToSpeakError
 from audiopd.synthesis.report import verdict_to_dict
 
 PARALLEL = "parallel"
@@ -146,3 +146,32 @@ def check_audio(checker: Checker, audio: np.ndarray, item: Item, tokens: np.ndar
         return {"passed": False, "score": 0.0, "reasons": [f"checker could not score the audio: {exc}"],
                 "bad_spans": []}
     return verdict_to_dict(verdict)
+
+
+def prepare_text(text: str, max_chunk_chars: int) -> list[tuple[str, Any]]:
+    """Chunks of ``text`` and their phonemes; unspeakable chunks are skipped, all-unspeakable raises."""
+    from audiopd.text import check_word_limits, chunk_text, phonemize
+
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, got {type(text).__name__}")
+    check_word_limits(text)  # on the whole text: chunking would cut a 3,000-letter "word" into pieces
+    out = []
+    for chunk in chunk_text(text, max_chunk_chars):
+        try:
+            out.append((chunk, phonemize(chunk)))
+        except NothingToSpeakError:
+            continue  # e.g. a lone "***" between sentences
+    if not out:
+        phonemize(text)  # raises the specific reason (empty, only symbols, unsupported script)
+        raise NothingToSpeakError("text contains no speakable words")
+    return out
+
+
+def check_durations(item: Item, *, speed: float, max_token_s: float, frame_rate: float) -> None:
+    """Refuse an item whose predicted durations average more than ``max_token_s`` / ``speed`` per phoneme token
+    (``SynthesisConfig.max_token_s`` says why): a broken duration predictor, not a long text."""
+    per_token_s = max_token_s / float(speed)
+    if item.frames > per_token_s * frame_rate * len(item.ids):
+        raise ArtifactError(f"the voice predicted {item.frames / frame_rate:.0f} s for {len(item.ids)} "
+                            f"phoneme tokens ({len(item.text)} characters) at speed {speed:g}, more than "
+                            f"{per_token_s:g} s per token; its duration predictor looks broken")
