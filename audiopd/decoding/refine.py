@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
 from torch import Tensor
 
 from audiopd.decoding.sampling import SamplingConfig, sample, token_probs
+from audiopd.decoding.schedules import fine_level_groups  # noqa: F401  (re-exported)
 from audiopd.model.encoder import FrameCondition
 
 SpanLike = Tensor | Sequence[tuple[int, int]] | None
@@ -74,17 +74,6 @@ def check_codes(codes: Tensor, cond: FrameCondition, q: int, card: int) -> Tenso
     if valid.numel() and (int(valid.min()) < 0 or int(valid.max()) >= card):
         raise ValueError(f"codes out of range [0, {card})")
     return codes.long().clone()
-
-
-def fine_level_groups(num_codebooks: int, fine_passes: int | None) -> list[list[int]]:
-    """Split levels 1..Q-1 into ``fine_passes`` contiguous groups (None = one pass per level)."""
-    levels = list(range(1, num_codebooks))
-    if not levels:
-        return []
-    n = len(levels) if fine_passes is None else fine_passes
-    if not 1 <= n <= len(levels):
-        raise ValueError(f"fine_passes must be in 1..{len(levels)}, got {fine_passes}")
-    return [g.tolist() for g in np.array_split(np.array(levels), n)]
 
 
 @torch.no_grad()

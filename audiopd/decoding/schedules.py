@@ -52,3 +52,20 @@ def annealed_temperature(k: int, steps: int, start: float, end: float = 0.0) -> 
         return start
     p = (k - 1) / (steps - 1)
     return start + (end - start) * p
+
+
+def fine_level_groups(num_codebooks: int, fine_passes: int | None) -> list[list[int]]:
+    """Split levels 1..Q-1 into ``fine_passes`` contiguous groups (None = one pass per level)."""
+    levels = list(range(1, num_codebooks))
+    if not levels:
+        return []
+    n = len(levels) if fine_passes is None else fine_passes
+    if not 1 <= n <= len(levels):
+        raise ValueError(f"fine_passes must be in 1..{len(levels)}, got {fine_passes}")
+    size, extra = divmod(len(levels), n)  # np.array_split's split: the first `extra` groups one longer
+    out, start = [], 0
+    for g in range(n):
+        end = start + size + (1 if g < extra else 0)
+        out.append(levels[start:end])
+        start = end
+    return out
