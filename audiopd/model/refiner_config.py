@@ -1,0 +1,43 @@
+"""A voice's mel refiner artifact description (refiner.yaml): torch-free, so that ``audiopd.model.refiner`` (torch)
+and the NumPy runtime (``audiopd.lite.voice``) read the same file with the same checks. The refiner itself and its
+file layout are described in ``audiopd.model.refiner``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from audiopd.artifacts import require_format_version
+from audiopd.errors import ArtifactError
+
+REFINER_FORMAT_VERSION = 1
+REFINER_CONFIG = "refiner.yaml"
+REFINER_WEIGHTS = "refiner.safetensors"
+
+
+@dataclass(frozen=True)
+class RefinerConfig:
+    format_version: int = REFINER_FORMAT_VERSION
+    kind: str = "mel_refiner"
+    n_mels: int = 80
+    dim: int = 192
+    layers: int = 4
+    kernel: int = 5
+    # The voice's speakers in its own order (one learnt bias row each) and the digest of the weights whose
+    # predictions the refiner learnt to correct.
+    voices: tuple[str, ...] = field(default_factory=tuple)
+    voice_sha256: str = ""
+    # What made it (steps, pairs, dev L1 before and after): a record, never read back.
+    training: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        require_format_version(self.format_version, REFINER_FORMAT_VERSION, what="mel refiner", where=REFINER_CONFIG)
+        if self.kind != "mel_refiner":
+            raise ArtifactError(f"{REFINER_CONFIG}: kind must be 'mel_refiner', got {self.kind!r}")
+        if not (1 <= self.n_mels <= 512 and 8 <= self.dim <= 1024 and 1 <= self.layers <= 16
+                and self.kernel in (1, 3, 5, 7, 9)):
+            raise ArtifactError(f"{REFINER_CONFIG}: n_mels {self.n_mels}, dim {self.dim}, layers {self.layers}, "
+                                f"kernel {self.kernel} out of range (kernel odd, <= 9)")
+        if not self.voices:
+            raise ArtifactError(f"{REFINER_CONFIG}: voices must name the voice's speakers")
