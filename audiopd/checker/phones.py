@@ -1,4 +1,4 @@
-"""A small CTC phone recogniser: the checker's fast listener.
+"""A small CTC phone recogniser: the checker's fast listener (its torch-free half).
 
 It hears the delivered audio itself (log-mel at 16 kHz, 100 frames/s), so it judges exactly what the user will
 hear, teacher recordings and injected faults included, and costs a few MFLOP per second of audio: a pass of a
@@ -7,21 +7,25 @@ far below the decoder's own cost (the issue's budget: checker RTF <= 0.01 at 2 t
 log-posteriors over the 39 ARPAbet base phones plus the CTC blank; ``audiopd.checker.ctc`` turns them into an
 alignment against the intended phones and into the checker's findings.
 
+This module holds what both implementations share and none of them needs torch for: the phone set and labels,
+the log-mel features (NumPy), the artifact checks and the weight shapes a config implies. The network runs in
+NumPy for inference (``audiopd.lite.recognizer``, what the checker uses) and in torch for training
+(``audiopd.checker.phones_torch``: ``PhoneRecognizer``, ``save_recognizer``, ``load_recognizer``, still
+importable from here, lazily, so ``import audiopd.checker.phones`` stays free of torch).
+
 Artifacts live under ``checkers/<name>/`` (config.yaml, model.safetensors, SHA256SUMS), rebuilt by
-``recipes/checker``; the loader verifies checksums and rejects unknown versions or keys.
+``recipes/checker``; the loaders verify checksums and reject unknown versions or keys.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-import torch
 import yaml
-from torch import nn
 
 from audiopd import artifacts
 from audiopd.audio import resample
@@ -39,6 +43,11 @@ PHONE_TO_LABEL = {p: i + 1 for i, p in enumerate(PHONES)}
 NUM_CLASSES = len(PHONES) + 1
 FORMAT_VERSION = 1
 DEFAULT_RECOGNIZER = "phones16k"
+FRAME_S = 2 * HOP / SAMPLE_RATE  # the encoder's stride-2 input convolution: 50 output frames/s
+_FRAMES_PER_SLICE = 128  # log_mel's FFT batch: [128, 257] complex64 stays in L2
+
+# The torch half, served on first use: training and export import these names from here.
+_TORCH_NAMES = ("PhoneRecognizer", "save_recognizer", "load_recognizer")
 
 
 @dataclass(frozen=True)
@@ -62,19 +71,31 @@ def labels_of_ids(ids: tuple[int, ...] | list[int]) -> list[tuple[int, int]]:
 
 
 @functools.lru_cache(maxsize=4)
-def _mel_matrix(n_mels: int) -> torch.Tensor:
-    """HTK-style triangular mel filters, 0-8 kHz, [n_fft/2+1, n_mels]."""
-    def hz_to_mel(f):
+def mel_matrix(n_mels: int) -> np.ndarray:
+    """HTK-style triangular mel filters, 20 Hz-8 kHz, [n_fft/2+1, n_mels] float32 (read-only: it is shared)."""
+    def hz_to_mel(f: Any) -> np.ndarray:
         return 2595.0 * np.log10(1.0 + np.asarray(f) / 700.0)
 
-    def mel_to_hz(m):
+    def mel_to_hz(m: Any) -> np.ndarray:
         return 700.0 * (10 ** (np.asarray(m) / 2595.0) - 1.0)
 
     freqs = np.linspace(0, SAMPLE_RATE / 2, N_FFT // 2 + 1)
     edges = mel_to_hz(np.linspace(hz_to_mel(20.0), hz_to_mel(SAMPLE_RATE / 2), n_mels + 2))
     lo, mid, hi = edges[:-2, None], edges[1:-1, None], edges[2:, None]
     fb = np.maximum(0.0, np.minimum((freqs - lo) / (mid - lo), (hi - freqs) / (hi - mid)))
-    return torch.from_numpy(fb.T.astype(np.float32))
+    out = np.ascontiguousarray(fb.T, dtype=np.float32)
+    out.flags.writeable = False
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def _window() -> np.ndarray:
+    """torch.stft's window: a periodic Hann of WIN samples, zero-padded on both sides to N_FFT."""
+    hann = (0.5 - 0.5 * np.cos(2 * np.pi * np.arange(WIN) / WIN)).astype(np.float32)
+    left = (N_FFT - WIN) // 2
+    out = np.pad(hann, (left, N_FFT - WIN - left))
+    out.flags.writeable = False
+    return out
 
 
 def to_16k(audio: np.ndarray, sample_rate: int) -> np.ndarray:
@@ -83,83 +104,55 @@ def to_16k(audio: np.ndarray, sample_rate: int) -> np.ndarray:
 
 
 def log_mel(audio16k: np.ndarray, n_mels: int = 80) -> np.ndarray:
-    """[T, n_mels] float32 log-mel, 100 frames/s, mean-normalised per bin so the level does not matter."""
-    x = torch.from_numpy(np.ascontiguousarray(audio16k, dtype=np.float32))
-    if x.numel() < WIN:
-        x = torch.nn.functional.pad(x, (0, WIN - x.numel()))
-    spec = torch.stft(x, N_FFT, HOP, WIN, window=torch.hann_window(WIN), center=True, return_complex=True)
-    mel = (spec.abs() ** 2).T @ _mel_matrix(n_mels)
-    feats = torch.log(mel + 1e-6)
-    return (feats - feats.mean(dim=0, keepdim=True)).numpy()
+    """[T, n_mels] float32 log-mel, 100 frames/s, mean-normalised per bin so the level does not matter.
+
+    The features the recogniser was trained on: ``torch.stft(center=True)`` (reflect padding, periodic Hann of 25 ms
+    in a 512-point FFT), power through ``mel_matrix``, log with a 1e-6 floor; computed here in NumPy, equal to the
+    torch definition to float32 rounding (tests/checker/test_phones_numpy.py).
+    """
+    x = np.ascontiguousarray(audio16k, dtype=np.float32).reshape(-1)
+    if x.size < WIN:
+        x = np.pad(x, (0, WIN - x.size))
+    padded = np.pad(x, N_FFT // 2, mode="reflect")
+    n_frames = 1 + x.size // HOP
+    frames = np.lib.stride_tricks.sliding_window_view(padded, N_FFT)[::HOP][:n_frames]  # a view, no copy
+    window, mel = _window(), mel_matrix(n_mels)
+    feats = np.empty((n_frames, n_mels), dtype=np.float32)
+    # A slice of frames at a time: the whole spectrum of 20 s is 4 MB, and streaming it through memory made the
+    # FFT twice as slow as torch.stft's; a slice's stays in cache.
+    for s in range(0, n_frames, _FRAMES_PER_SLICE):
+        spec = np.fft.rfft(frames[s: s + _FRAMES_PER_SLICE] * window, axis=-1)
+        power = np.square(spec.real)
+        power += np.square(spec.imag)
+        np.matmul(power, mel, out=feats[s: s + _FRAMES_PER_SLICE])
+    feats += np.float32(1e-6)
+    np.log(feats, out=feats)
+    feats -= feats.mean(axis=0, keepdims=True)
+    return feats
 
 
-class _Block(nn.Module):
-    """Pre-norm depthwise convolution (local context) then a feed-forward layer, each residual."""
-
-    def __init__(self, cfg: RecognizerConfig) -> None:
-        super().__init__()
-        self.norm1 = nn.LayerNorm(cfg.d_model)
-        self.dw = nn.Conv1d(cfg.d_model, cfg.d_model, cfg.kernel, padding=cfg.kernel // 2, groups=cfg.d_model)
-        self.pw = nn.Linear(cfg.d_model, cfg.d_model)
-        self.norm2 = nn.LayerNorm(cfg.d_model)
-        self.ff = nn.Sequential(nn.Linear(cfg.d_model, cfg.ffn), nn.GELU(), nn.Linear(cfg.ffn, cfg.d_model))
-        self.drop = nn.Dropout(cfg.dropout)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # [B, T, D]
-        h = self.dw(self.norm1(x).transpose(1, 2)).transpose(1, 2)
-        x = x + self.drop(self.pw(nn.functional.gelu(h)))
-        return x + self.drop(self.ff(self.norm2(x)))
-
-
-class PhoneRecognizer(nn.Module):
-    """log-mel [B, T, n_mels] at 100 frames/s -> CTC log-posteriors [B, ceil(T/2), NUM_CLASSES]."""
-
-    frame_s = 2 * HOP / SAMPLE_RATE
-
-    def __init__(self, cfg: RecognizerConfig = RecognizerConfig()) -> None:
-        super().__init__()
-        self.cfg = cfg
-        self.inp = nn.Conv1d(cfg.n_mels, cfg.d_model, 5, stride=2, padding=2)
-        self.blocks = nn.ModuleList(_Block(cfg) for _ in range(cfg.layers))
-        self.norm = nn.LayerNorm(cfg.d_model)
-        self.out = nn.Linear(cfg.d_model, NUM_CLASSES)
-
-    @staticmethod
-    def out_lengths(lengths: torch.Tensor) -> torch.Tensor:
-        return (lengths + 1) // 2
-
-    def forward(self, feats: torch.Tensor) -> torch.Tensor:
-        x = nn.functional.gelu(self.inp(feats.transpose(1, 2))).transpose(1, 2)
-        for block in self.blocks:
-            x = block(x)
-        return torch.log_softmax(self.out(self.norm(x)), dim=-1)
-
-    @torch.inference_mode()
-    def posteriors(self, audio: np.ndarray, sample_rate: int) -> np.ndarray:
-        """Log-posteriors [T', NUM_CLASSES] (float32) of one clip; one frame per ``frame_s`` seconds."""
-        feats = log_mel(to_16k(audio, sample_rate), self.cfg.n_mels)
-        return self(torch.from_numpy(feats)[None])[0].numpy()
+def weight_shapes(cfg: RecognizerConfig) -> dict[str, tuple[int, ...]]:
+    """Every tensor of the recogniser's state dict and its shape, as torch names them: what a NumPy loader must
+    find, no more and no less (torch's ``load_state_dict(strict=True)``)."""
+    d, f = cfg.d_model, cfg.ffn
+    shapes: dict[str, tuple[int, ...]] = {"inp.weight": (d, cfg.n_mels, 5), "inp.bias": (d,)}
+    for i in range(cfg.layers):
+        p = f"blocks.{i}."
+        shapes.update({
+            p + "norm1.weight": (d,), p + "norm1.bias": (d,),
+            p + "dw.weight": (d, 1, cfg.kernel), p + "dw.bias": (d,),
+            p + "pw.weight": (d, d), p + "pw.bias": (d,),
+            p + "norm2.weight": (d,), p + "norm2.bias": (d,),
+            p + "ff.0.weight": (f, d), p + "ff.0.bias": (f,),
+            p + "ff.2.weight": (d, f), p + "ff.2.bias": (d,),
+        })
+    shapes.update({"norm.weight": (d,), "norm.bias": (d,), "out.weight": (NUM_CLASSES, d), "out.bias": (NUM_CLASSES,)})
+    return shapes
 
 
-def save_recognizer(model: PhoneRecognizer, directory: str | Path, *, info: dict | None = None) -> Path:
-    """Write a recogniser artifact (config.yaml, model.safetensors, SHA256SUMS) into ``directory``."""
-    from safetensors.torch import save_file
-
-    d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()}, str(d / "model.safetensors"))
-    cfg = {"format_version": FORMAT_VERSION, "kind": "ctc_phones", "sample_rate": SAMPLE_RATE,
-           "phones": list(PHONES), "model": dataclasses.asdict(model.cfg), "info": dict(info or {})}
-    (d / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
-    artifacts.write_checksums(d)
-    return d
-
-
-@functools.lru_cache(maxsize=4)
-def load_recognizer(name: str | Path = DEFAULT_RECOGNIZER) -> PhoneRecognizer:
-    """Load a shipped recogniser by name (``checkers/<name>``) or directory; verified, cached, eval mode."""
-    from safetensors.torch import load_file
-
+def open_artifact(name: str | Path = DEFAULT_RECOGNIZER) -> tuple[Path, RecognizerConfig]:
+    """A recogniser artifact's directory and model config, once its checksums, kind, format version, sample rate
+    and phone set are verified; ``ArtifactError`` otherwise. Both loaders start here."""
     d = artifacts.find_artifact("checkers", name)
     artifacts.verify_checksums(d)
     cfg = yaml.safe_load((d / "config.yaml").read_text())
@@ -168,9 +161,14 @@ def load_recognizer(name: str | Path = DEFAULT_RECOGNIZER) -> PhoneRecognizer:
     artifacts.require_format_version(cfg.get("format_version"), FORMAT_VERSION, what="recogniser", where=str(d))
     if cfg.get("sample_rate") != SAMPLE_RATE or tuple(cfg.get("phones", ())) != PHONES:
         raise ArtifactError(f"{d}: recogniser rate or phone set differs from this version's")
-    model = PhoneRecognizer(from_dict(RecognizerConfig, cfg.get("model") or {}, where=f"{d}/config.yaml:model"))
-    try:
-        model.load_state_dict(load_file(str(d / "model.safetensors")))
-    except RuntimeError as exc:
-        raise ArtifactError(f"{d}: weights do not fit the recogniser config: {exc}") from None
-    return model.eval()
+    return d, from_dict(RecognizerConfig, cfg.get("model") or {}, where=f"{d}/config.yaml:model")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _TORCH_NAMES:
+        from audiopd.checker import phones_torch
+
+        value = getattr(phones_torch, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

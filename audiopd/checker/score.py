@@ -3,9 +3,10 @@
 Four groups of checks (thresholds and their calibration: ``audiopd.checker.config``):
 
 (a) forced alignment of the intended phones: by default with the small CTC phone recogniser
-    (``audiopd.checker.phones``/``ctc``: alignment gap windows, dense unheard or extra phones, phone error
-    rate), or with PocketSphinx (``recognizer="sphinx"``, the thorough option: per-word scores, poorly aligned
-    windows, speech the text does not account for, or no alignment at all);
+    (``audiopd.checker.phones``/``ctc``, run in NumPy by ``audiopd.lite.recognizer``: alignment gap windows,
+    dense unheard or extra phones, phone error rate), or with PocketSphinx (``recognizer="sphinx"``, the
+    thorough option: per-word scores, poorly aligned windows, speech the text does not account for, or no
+    alignment at all);
 (b) free recognition against the normalised text: runs of unheard or extra words, WER;
 (c) signal: long internal silence, truncation, clipping, drop-outs, noise bursts;
 (d) tokens, when codes are given: repetition (VALL-E 2), low confidence, length vs expectation.
@@ -252,7 +253,8 @@ def _ctc_checks(audio: np.ndarray, sample_rate: int, text: str,
                 cfg: CheckerConfig) -> tuple[list[Finding], list[WordResult], dict[str, float]]:
     """The phone recogniser's findings, per-word spans and scores (audiopd.checker.ctc)."""
     from audiopd.checker.ctc import PhoneCheckConfig, check_phones
-    from audiopd.checker.phones import labels_of_ids, load_recognizer
+    from audiopd.checker.phones import labels_of_ids
+    from audiopd.lite.recognizer import load_recognizer  # NumPy: a check never imports torch
     from audiopd.text import phonemize
 
     model = load_recognizer(cfg.recognizer_artifact)
