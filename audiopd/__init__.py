@@ -18,15 +18,28 @@ __all__ = [
 
 # The facade lives in audiopd.pipeline, which imports torch; importing it lazily keeps
 # `import audiopd` (and the CLI's --help) light.
-_LAZY = {"load": "audiopd.pipeline", "Synthesizer": "audiopd.pipeline", "Result": "audiopd.pipeline",
-         "SynthesisConfig": "audiopd.pipeline"}
+_LAZY = {"Synthesizer": "audiopd.pipeline", "Result": "audiopd.synthesis.result",
+         "SynthesisConfig": "audiopd.synthesis.config"}
+
+
+def load(voice=None, *, runtime: str = "torch", **kwargs):
+    """Load a voice for synthesis: ``audiopd.pipeline.load`` with ``runtime="torch"`` (the default), or the
+    torch-free NumPy path (``audiopd.lite.synth.load``) with "numpy" (refusing what it cannot serve) or "auto"
+    (NumPy where it can, torch for the rest). Keyword arguments: ``codec``, ``decoder``, ``config``."""
+    if runtime == "torch":
+        from audiopd.pipeline import load as torch_load
+
+        return torch_load(voice, **kwargs)
+    from audiopd.lite.synth import load as lite_load
+
+    return lite_load(voice, runtime=runtime, **kwargs)
 
 
 def check(audio, sample_rate: int, text: str, **kwargs):
     """Does ``audio`` say ``text``? A thin wrapper on ``audiopd.checker.score`` returning its ``Verdict``.
 
-    Defined here rather than in audiopd.pipeline so importing audiopd for a check stays light (torch loads
-    only with the phone recogniser, when the check runs).
+    Defined here rather than in audiopd.pipeline so a check stays light: it never imports torch (the phone
+    recogniser runs in NumPy, ``audiopd.lite.recognizer``).
     """
     from audiopd.checker import score  # lazy: pocketsphinx loads its models on first use
 

@@ -101,6 +101,10 @@ def _say_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--report", default=None, metavar="R.json", help="write the synthesis report as JSON")
     p.add_argument("--timestamps", default=None, metavar="OUT.srt|.vtt|.json", help="write word timestamps")
     p.add_argument("--strict", action="store_true", help="exit 1 when the delivered audio fails the check")
+    p.add_argument("--runtime", choices=("auto", "numpy", "torch"), default="auto",
+                   help="auto: the torch-free NumPy path for a parallel first attempt, torch for the rest (repair, "
+                        "serial, the thorough checker), imported only when needed; numpy: refuse what NumPy cannot "
+                        "do; torch: always torch (default: auto)")
     add_decoder_argument(p)
     _checker_arg(p)
 
@@ -131,7 +135,7 @@ def _load_voice(spec: str | None, **load_kwargs):
     import audiopd
     from audiopd.artifacts import available, find_artifact, looks_like_path
     from audiopd.errors import ArtifactError
-    from audiopd.model.voice import speaker_owner
+    from audiopd.model.info import speaker_owner
 
     if spec is None:
         return audiopd.load(**load_kwargs), None
@@ -179,7 +183,7 @@ def cmd_say(args: argparse.Namespace) -> int:
     from audiopd.synthesis.report import report_json
 
     with _stdout_to_stderr(to_stdout) as stdout:
-        tts, speaker = _load_voice(args.voice, decoder=args.decoder)
+        tts, speaker = _load_voice(args.voice, decoder=args.decoder, runtime=args.runtime)
         result = tts.synthesize(text, voice=speaker, mode=args.mode, steps=args.steps, seed=args.seed,
                                 speed=args.speed, check_level=args.checker)
     written: list[Path] = []

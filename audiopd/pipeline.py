@@ -145,7 +145,7 @@ class Synthesizer:
         meta = {"voice": self._speaker_name(speaker), "seed": seed, "requested_mode": mode, "speed": speed,
                 "time_budget_s": time_budget_s, "cost_model": self.cost.source, "warnings": warnings,
                 "checker": checker_kind, "check_level": check_level if checking else None, "codec": self.codec.name,
-                "decoder": self.codec.decoder}
+                "decoder": self.codec.decoder, "runtime": "torch"}
         return [assemble_result(chunk_items, outcomes, meta, wall, sample_rate=self.sample_rate,
                                 frame_rate=self.frame_rate, join=self.config.join) for chunk_items in per_text]
 

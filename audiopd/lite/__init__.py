@@ -5,3 +5,10 @@ runs the same shipped weights with NumPy alone: the voice's conditioner and mask
 the codec's fast decoder and the checker's phone recogniser. Torch stays the reference (training, span repair, the
 serial decoder); tests/lite compares every part against it.
 """
+
+from audiopd.errors import AudiopdError
+
+
+class LiteUnsupported(AudiopdError):
+    """A request or artifact the NumPy path does not serve (serial decoding, repair, the thorough checker, a decoder
+    other than the mel codec's fast one): ``runtime="auto"`` hands it to torch, ``runtime="numpy"`` refuses it."""
