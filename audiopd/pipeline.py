@@ -52,6 +52,8 @@ class Synthesizer:
     """A loaded voice + codec, ready to speak. Build with ``audiopd.load``; without a ``config`` it decodes with
     the voice's own defaults (``voice_config``)."""
 
+    runtime = "torch"  # the torch-free path is audiopd.lite.synth.LiteSynthesizer (runtime "numpy")
+
     def __init__(self, model, codec: Codec, *, config: SynthesisConfig | None = None,
                  cost: CostModel | None = None, checker: Checker | None = None) -> None:
         self.model = model.eval()

@@ -138,7 +138,8 @@ def run_command(tts, speaker: str | None, args: argparse.Namespace, *, load_s: f
     if getattr(args, "peers", None):
         from audiopd.eval.bench_peers import load_peers
 
-        peers, load_s = load_peers(args.peers, torch.get_num_threads(), log)
+        peers, load_s = load_peers(args.peers, torch.get_num_threads(), log, voice=tts.model.artifact_dir,
+                                   speaker=speaker, steps=cfg.steps, seed=cfg.seed)
     report = run_bench(tts, cfg, speaker=speaker, voice_name=tts.voice_name, log=log, peers=peers)
     if peers:
         report["peers"] = {"load_s": load_s, "threads": torch.get_num_threads()}

@@ -9,6 +9,10 @@ Per cell and peer: ``median_s`` (wall), ``audio_s`` (the peer's own audio, which
 audiopd's for the same text), ``rtf`` = median / its audio seconds, and two ratios against audiopd on the same
 text: ``over_parallel`` = peer wall / parallel wall (> 1: parallel is that many times faster end to end) and
 ``over_serial`` likewise; ``rtf_over_parallel`` compares real-time factors instead (speaking rate factored out).
+
+``audiopd:numpy`` (or ``audiopd:torch``) is the benched voice and speaker itself on that runtime
+(``audiopd.load(runtime=...)``), in parallel mode with the bench's seed and steps and no check: the torch-free
+path timed in the same rounds as the torch modes and the peers.
 """
 
 from __future__ import annotations
@@ -16,15 +20,64 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 
-def load_peers(names: str, threads: int, log=None) -> tuple[dict[str, Any], dict[str, float]]:
-    """Load every peer of a ``--peers`` list; returns the peers and each one's load seconds (not timed later)."""
+class RuntimePeer:
+    """The benched voice's speaker on another runtime (``audiopd:numpy``), answering like a peer."""
+
+    def __init__(self, runtime: str, voice: str, speaker: str | None, *, steps: int | None, seed: int,
+                 threads: int) -> None:
+        import audiopd
+
+        self.name = f"audiopd:{runtime}"
+        self.tts = audiopd.load(voice, runtime=runtime)
+        self.sample_rate = self.tts.sample_rate
+        self.speaker, self.steps, self.seed, self.threads = speaker, steps, seed, threads
+
+    def synthesize(self, text: str):
+        from audiopd.eval.peers import PeerAudio
+
+        with _blas_threads(self.threads):
+            r = self.tts.synthesize(text, voice=self.speaker, mode="parallel", steps=self.steps, seed=self.seed,
+                                    check=False)
+        return PeerAudio(r.audio, r.sample_rate, None)
+
+
+def _blas_threads(n: int):
+    """NumPy's BLAS limited to the bench's thread count (threadpoolctl, when installed), as torch is."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        import contextlib
+
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=n, user_api="blas")
+
+
+def load_peers(names: str, threads: int, log=None, *, voice: str | Path | None = None, speaker: str | None = None,
+               steps: int | None = None, seed: int = 0) -> tuple[dict[str, Any], dict[str, float]]:
+    """Load every peer of a ``--peers`` list; returns the peers and each one's load seconds (not timed later).
+    ``voice``, ``speaker``, ``steps``, ``seed``: the bench's own, for the ``audiopd:RUNTIME`` peers."""
+    from audiopd.errors import AudiopdError
     from audiopd.eval.peers import load_peer, parse_peers
 
     peers, load_s = {}, {}
-    for spec in parse_peers(names):
+    own = [n.strip() for n in names.split(",") if n.strip().startswith("audiopd:")]
+    rest = ",".join(n for n in names.split(",") if n.strip() and not n.strip().startswith("audiopd:"))
+    if own and not voice:
+        raise AudiopdError(f"peer {own[0]!r}: the benched voice was not loaded from an artifact directory")
+    for name in own:
+        runtime = name.split(":", 1)[1]
+        if runtime not in ("numpy", "torch"):
+            raise AudiopdError(f"peer {name!r}: the benched voice runs on audiopd:numpy or audiopd:torch")
+        t0 = time.perf_counter()
+        peers[name] = RuntimePeer(runtime, voice, speaker, steps=steps, seed=seed, threads=threads)
+        load_s[name] = round(time.perf_counter() - t0, 3)
+        if log is not None:
+            log(f"loaded {name} in {load_s[name]:.2f} s")
+    for spec in (parse_peers(rest) if rest else []):
         t0 = time.perf_counter()
         peers[spec.name] = load_peer(spec.name, threads=threads)
         load_s[spec.name] = round(time.perf_counter() - t0, 3)

@@ -225,6 +225,7 @@ def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("par
     return {
         "auto": auto_summary(utts),
         "voice": voice_name, "codec": tts.codec.name, "decoder": tts.codec.decoder,
+        "runtime": getattr(tts, "runtime", "torch"),
         "data": str(data), "n": len(sentences), "join": join, "split": split, "seed": seed, "steps": steps,
         "batch": batch,
         "modes": modes, "peers": [p.name for p in peers],
@@ -287,6 +288,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--data", default="data", help="corpus root holding corpus/manifest.jsonl (default: data)")
     p.add_argument("--voice", default=None, help=f"shipped voice name or a path like ./myvoice (default: {DEFAULT_VOICE})")
     add_decoder_argument(p)
+    p.add_argument("--runtime", choices=("torch", "numpy", "auto"), default="torch",
+                   help="the voice's runtime (audiopd.load): torch, or the torch-free NumPy path (default: torch)")
     p.add_argument("--n", type=int, default=40, help="held-out sentences per speaker (default: 40)")
     p.add_argument("--modes", default="parallel,serial", help="comma-separated of parallel, serial, auto")
     p.add_argument("--steps", type=int, default=None, metavar="K", help="level-0 step budget of parallel decoding")
@@ -316,7 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise EvalInputError(f"--out {args.out} is a directory, not a file name")
         torch.set_num_threads(args.threads)
         judge = judging.from_args(args, threads=args.threads)
-        tts = audiopd.load(args.voice, decoder=args.decoder)
+        tts = audiopd.load(args.voice, decoder=args.decoder, runtime=args.runtime)
         peers = []
         if args.peers:
             from audiopd.eval.peers import load_peer, parse_peers

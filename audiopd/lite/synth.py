@@ -152,6 +152,13 @@ class LiteSynthesizer:
         return assemble_result(items, outcomes, meta, time.perf_counter() - t_start, sample_rate=self.sample_rate,
                                frame_rate=self.frame_rate, join=self.config.join)
 
+    def synthesize_batch(self, texts: Sequence[str], **kwargs: Any) -> list[Result]:
+        """``synthesize`` of each text in turn (one item at a time: batching pays nothing on a CPU at these sizes,
+        ``SynthesisConfig.max_padding`` says why); the same keyword arguments and seed for every text."""
+        if isinstance(texts, str):
+            raise TypeError("synthesize_batch expects a sequence of texts, not one str")
+        return [self.synthesize(t, **kwargs) for t in texts]
+
     # ------------------------------------------------------------------------------------ helpers
     def _render(self, item: Item, group: int, par, *, seed: int, speed: float, checker) -> GroupOutcome:
         from audiopd.lite.decode import decode_parallel

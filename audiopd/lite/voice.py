@@ -93,6 +93,7 @@ class LiteVoice:
         self.cfg = cfg
         self.info = info
         self.artifact_name = ""
+        self.artifact_dir: Path | None = None  # where it was loaded from (None: built in code)
         self.checker_config: CheckerConfig | None = None
         self.training_record: dict[str, Any] = {}
         self.refiner: LiteRefiner | None = None
@@ -133,7 +134,7 @@ class LiteVoice:
         weights = read_tensors(path, voice_shapes(mcfg), ignore="serial.",
                                what=f"{directory}: weights do not match the config")
         voice = cls(mcfg, info, weights)
-        voice.artifact_name = directory.name
+        voice.artifact_name, voice.artifact_dir = directory.name, directory
         voice.checker_config = checker
         voice.refiner = refiner
         voice.training_record = dict(cfg["training"]) if isinstance(cfg.get("training"), dict) else {}

@@ -62,6 +62,7 @@ class VoiceModel(nn.Module):
         self.checker_config: CheckerConfig | None = None
         # The artifact's directory name ("joe"; set by load_voice), "" for a model built in code.
         self.artifact_name = ""
+        self.artifact_dir: Path | None = None  # where it was loaded from (None: built in code)
         # The artifact's ``training`` record (step, checkpoint, init_from); {} when it has none.
         self.training_record: dict[str, Any] = {}
         self.conditioner = FrameConditioner(cfg)
@@ -159,7 +160,7 @@ def load_voice(name_or_dir: str | Path, *, map_location: str = "cpu") -> VoiceMo
     directory = artifacts.find_artifact("voices", name_or_dir)
     cfg, info, mcfg = read_voice(directory)
     model = VoiceModel(mcfg, info)
-    model.artifact_name = directory.name
+    model.artifact_name, model.artifact_dir = directory.name, directory
     sums = artifacts.read_checksums(directory)  # verified by _read_voice_config
     model.checker_config = _checker_config(directory, sums)
     model.attach_refiner(load_refiner(directory, voices=info.voices, sums=sums))

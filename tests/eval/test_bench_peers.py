@@ -113,3 +113,23 @@ def test_cli_missing_kokoro_pack_exit_2_names_the_step(tts, tmp_path, capsys, mo
     rc = main(["bench", "--lengths", "0.5", "--batch", "1", "--repeats", "1", "--peers", "kokoro:af_heart"])
     err = capsys.readouterr().err
     assert rc == 2 and "recipes/teachers/install.sh" in err and err.count("\n") == 1, err
+
+
+def test_cli_bench_times_the_numpy_runtime_beside_torch(tmp_path, capsys):
+    """``--peers audiopd:numpy``: the benched voice itself on the torch-free path, in the same rounds."""
+    out = tmp_path / "b.json"
+    rc = main(["bench", "--voice", "natural", "--lengths", "1", "--batch", "1", "--repeats", "1", "--threads", "1",
+               "--peers", "audiopd:numpy", "--json", str(out)])
+    assert rc == 0
+    report = json.loads(out.read_text())
+    cell = report["cells"][0]
+    mine = cell["peers"]["audiopd:numpy"]
+    # The same text and durations on both runtimes: the same audio length, to the sample.
+    assert abs(mine["audio_s"] - cell["audio_s"]) < 1e-3 and mine["rtf"] > 0 and mine["over_parallel"] > 0
+    assert "audiopd:numpy / parallel" in capsys.readouterr().out
+
+
+def test_cli_bench_refuses_an_unknown_runtime(tts, capsys):
+    rc = main(["bench", "--lengths", "0.5", "--batch", "1", "--repeats", "1", "--peers", "audiopd:gpu"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "audiopd:numpy or audiopd:torch" in err and err.count("\n") == 1, err
