@@ -268,7 +268,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     config = None
     if args.voice is not None:
-        from audiopd.model.voice import load_checker_config  # imports torch: only when asked for
+        from audiopd.model.info import load_checker_config
 
         config = load_checker_config(args.voice)
     config = at_level(config or CheckerConfig(), args.checker)

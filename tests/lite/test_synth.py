@@ -130,3 +130,16 @@ def test_voice_settings_are_the_facades(lite):
     r = lite.synthesize(TEXT, voice="heart", mode="parallel", seed=0, speed=1.5)
     slow = lite.synthesize(TEXT, voice="heart", mode="parallel", seed=0, speed=0.75)
     assert r.report["voice"] == "heart" and slow.audio.size > 1.6 * r.audio.size
+
+
+def test_cli_check_without_torch(tmp_path):
+    """``audiopd check --voice`` reads the voice's thresholds and listens with the NumPy recogniser."""
+    wav = tmp_path / "hi.wav"
+    audiopd.load(runtime="numpy").synthesize(TEXT, mode="parallel", seed=2).write(wav)
+    got = _torch_free(f"""
+import json
+from audiopd.cli import main
+rc = main(["check", {str(wav)!r}, "--text", {TEXT!r}, "--voice", "natural"])
+print(json.dumps({{"rc": rc}}))
+""")
+    assert got["rc"] == 0
