@@ -35,6 +35,7 @@ from audiopd.synthesis.config import (  # noqa: F401  (the facade's settings, to
     SPEED_RANGE,
     SynthesisConfig,
     SynthesisOptionError,
+    VoiceFacade,
     check_compatible,
     default_checker,
     validate_options,
@@ -48,7 +49,7 @@ from audiopd.synthesis.result import Result, assemble_result
 if TYPE_CHECKING:
     from audiopd.checker.config import CheckerConfig
 
-class Synthesizer:
+class Synthesizer(VoiceFacade):
     """A loaded voice + codec, ready to speak. Build with ``audiopd.load``; without a ``config`` it decodes with
     the voice's own defaults (``voice_config``)."""
 
@@ -74,24 +75,6 @@ class Synthesizer:
     def codec_for(self, speaker: int) -> Codec:
         """The codec that decodes speaker ``speaker``'s tokens: ``codec`` through the voice's mel refiner and blur."""
         return self._speaker_codecs.get(speaker, self.codec)
-
-    @property
-    def voices(self) -> tuple[str, ...]:
-        return tuple(self.model.info.voices)
-
-    @property
-    def voice_name(self) -> str:
-        """The voice artifact's name ("joe"), what reports, /health and bench call the voice; "" for a model that
-        was not loaded from one."""
-        return getattr(self.model, "artifact_name", "")
-
-    @property
-    def sample_rate(self) -> int:
-        return int(self.codec.sample_rate)
-
-    @property
-    def frame_rate(self) -> float:
-        return float(self.codec.frame_rate)
 
     def calibrate(self, **kwargs: Any) -> CostModel:
         """Measure this voice's decoding costs here and use them to pick first paths from now on."""
@@ -152,14 +135,6 @@ class Synthesizer:
                                 frame_rate=self.frame_rate, join=self.config.join) for chunk_items in per_text]
 
     # ------------------------------------------------------------------------------------ helpers
-    def _speaker(self, voice: str | int | None) -> int:
-        if voice is None:
-            return 0
-        return self.model.info.speaker_id(voice)
-
-    def _speaker_name(self, speaker: int) -> str:
-        return self.voices[speaker] if speaker < len(self.voices) else str(speaker)
-
     def _resolve_checker(self, mode: str, check: bool | None,
                          level: str = "fast") -> tuple[Checker | None, bool, list[str], str | None]:
         """(checker, checking, warnings, which thresholds: "voice", "default", "custom" or None = unchecked)."""

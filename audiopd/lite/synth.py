@@ -29,6 +29,7 @@ from audiopd.lite import LiteUnsupported
 from audiopd.synthesis.config import (
     SynthesisConfig,
     SynthesisOptionError,
+    VoiceFacade,
     check_compatible,
     default_checker,
     validate_options,
@@ -52,7 +53,7 @@ from audiopd.synthesis.result import Result, assemble_result
 RUNTIMES = ("torch", "numpy", "auto")
 
 
-class LiteSynthesizer:
+class LiteSynthesizer(VoiceFacade):
     """A voice loaded for the NumPy runtime. ``fallback`` builds the torch facade for requests beyond a checked
     first attempt (None: such requests raise ``LiteUnsupported``)."""
 
@@ -75,22 +76,6 @@ class LiteSynthesizer:
         self._views = [(refiner.for_speaker(i) if refiner is not None else None,
                         float(blur[i]) if blur else (0.0 if refiner is not None else decoder.smooth_frames))
                        for i in range(n)]
-
-    @property
-    def voices(self) -> tuple[str, ...]:
-        return tuple(self.model.info.voices)
-
-    @property
-    def voice_name(self) -> str:
-        return getattr(self.model, "artifact_name", "")
-
-    @property
-    def sample_rate(self) -> int:
-        return int(self.codec.sample_rate)
-
-    @property
-    def frame_rate(self) -> float:
-        return float(self.codec.frame_rate)
 
     def torch_synthesizer(self):
         """The torch facade for the same voice, codec and settings (imports torch on first use)."""
@@ -127,7 +112,7 @@ class LiteSynthesizer:
                 raise LiteUnsupported(f"the NumPy runtime cannot serve this request: {why}")
             return _on_torch(self.torch_synthesizer().synthesize(text, seed=seed, **kwargs), why)
         seed = secrets.randbelow(2**31) if seed is None else int(seed)
-        speaker = 0 if voice is None else self.model.info.speaker_id(voice)
+        speaker = self._speaker(voice)
         checking = (mode == "auto") if check is None else bool(check)
         checker = self._checker(check_level) if checking else None
         with timing.span(timing.FRONTEND):
@@ -191,9 +176,6 @@ class LiteSynthesizer:
         from audiopd.checker.config import CheckerConfig, at_level
 
         return default_checker(at_level(self.checker_config or CheckerConfig(), level))
-
-    def _speaker_name(self, speaker: int) -> str:
-        return self.voices[speaker] if speaker < len(self.voices) else str(speaker)
 
 
 def _on_torch(result: Result, why: str) -> Result:

@@ -16,17 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from audiopd import artifacts
 from audiopd.checker.config import CheckerConfig
-from audiopd.config import from_dict
 from audiopd.errors import ArtifactError
 from audiopd.lite.nn import conv1d, gelu, layer_norm, relu, sub
 from audiopd.lite.transformer import LiteTransformer, transformer_shapes
 from audiopd.model.config import ModelConfig
 from audiopd.model.info import VoiceInfo, _checker_config, read_voice
-from audiopd.model.refiner_config import REFINER_CONFIG, REFINER_WEIGHTS, RefinerConfig
+from audiopd.model.refiner_config import REFINER_CONFIG, REFINER_WEIGHTS, RefinerConfig, read_refiner_config
 
 Array = np.ndarray
 FLOAT_DTYPES = {"F16": np.float16, "F32": np.float32}  # what a voice ships (model.voice.WEIGHT_DTYPES)
@@ -293,25 +291,9 @@ class LiteRefiner:
         (verified SHA256SUMS), its speakers ``voices`` (None: any) and, with ``own_weights``, its voice_sha256 the
         listed digest of model.safetensors."""
         directory = Path(directory)
-        path = directory / REFINER_CONFIG
-        if not path.is_file():
+        cfg = read_refiner_config(directory, voices=voices, sums=sums, own_weights=own_weights)
+        if cfg is None:
             return None
-        for name in (REFINER_CONFIG, REFINER_WEIGHTS):
-            if name not in sums:
-                raise ArtifactError(f"{directory}: {name} is not listed in SHA256SUMS (rewrite it with "
-                                    "audiopd.artifacts.write_checksums)")
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            raise ArtifactError(f"{path} is not valid YAML: {exc}") from None
-        cfg = from_dict(RefinerConfig, data if isinstance(data, dict) else {}, where=str(path))
-        if voices is not None and tuple(cfg.voices) != tuple(voices):
-            raise ArtifactError(f"{path}: refiner speakers {list(cfg.voices)}, the voice's {list(voices)}")
-        digest = sums.get("model.safetensors", "")
-        if own_weights and cfg.voice_sha256 != digest:
-            raise ArtifactError(f"{path}: the refiner learnt the mistakes of other weights (voice_sha256 "
-                                f"{cfg.voice_sha256[:12]}, model.safetensors {digest[:12]}); retrain it "
-                                "(python -m audiopd.train.refiner)")
         weights = read_tensors(directory / REFINER_WEIGHTS, cls.shapes(cfg), ignore=None,
                                what=f"{directory}: {REFINER_WEIGHTS} does not match {REFINER_CONFIG}")
         return cls(cfg, weights)

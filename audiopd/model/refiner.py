@@ -25,7 +25,7 @@ import torch
 import yaml
 from torch import Tensor, nn
 
-from audiopd.config import from_dict, to_dict
+from audiopd.config import to_dict
 from audiopd.errors import ArtifactError
 from audiopd.fileio import atomic_path, write_text_atomic
 from audiopd.model.refiner_config import (  # noqa: F401  (torch-free, re-exported)
@@ -33,6 +33,7 @@ from audiopd.model.refiner_config import (  # noqa: F401  (torch-free, re-export
     REFINER_FORMAT_VERSION,
     REFINER_WEIGHTS,
     RefinerConfig,
+    read_refiner_config,
 )
 
 
@@ -105,25 +106,9 @@ def load_refiner(directory: str | Path, *, voices: tuple[str, ...] | None, sums:
     from safetensors.torch import load_file
 
     directory = Path(directory)
-    path = directory / REFINER_CONFIG
-    if not path.is_file():
+    cfg = read_refiner_config(directory, voices=voices, sums=sums, own_weights=own_weights)
+    if cfg is None:
         return None
-    for name in (REFINER_CONFIG, REFINER_WEIGHTS):
-        if name not in sums:
-            raise ArtifactError(f"{directory}: {name} is not listed in SHA256SUMS (rewrite it with "
-                                "audiopd.artifacts.write_checksums)")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ArtifactError(f"{path} is not valid YAML: {exc}") from None
-    cfg = from_dict(RefinerConfig, data if isinstance(data, dict) else {}, where=str(path))
-    if voices is not None and tuple(cfg.voices) != tuple(voices):
-        raise ArtifactError(f"{path}: refiner speakers {list(cfg.voices)}, the voice's {list(voices)}")
-    digest = sums.get("model.safetensors", "")
-    if own_weights and cfg.voice_sha256 != digest:
-        raise ArtifactError(f"{path}: the refiner learnt the mistakes of other weights (voice_sha256 "
-                            f"{cfg.voice_sha256[:12]}, model.safetensors {digest[:12]}); retrain it "
-                            "(python -m audiopd.train.refiner)")
     refiner = MelRefiner(cfg)
     try:
         state = load_file(str(directory / REFINER_WEIGHTS))

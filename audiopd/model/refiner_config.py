@@ -6,9 +6,13 @@ file layout are described in ``audiopd.model.refiner``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import yaml
+
 from audiopd.artifacts import require_format_version
+from audiopd.config import from_dict
 from audiopd.errors import ArtifactError
 
 REFINER_FORMAT_VERSION = 1
@@ -41,3 +45,32 @@ class RefinerConfig:
                                 f"kernel {self.kernel} out of range (kernel odd, <= 9)")
         if not self.voices:
             raise ArtifactError(f"{REFINER_CONFIG}: voices must name the voice's speakers")
+
+
+def read_refiner_config(directory: str | Path, *, voices: tuple[str, ...] | None, sums: dict[str, str],
+                        own_weights: bool = True) -> RefinerConfig | None:
+    """The refiner.yaml of voice ``directory``, checked as every loader needs (None when the voice has none).
+    ``sums``: file name -> sha256 from its SHA256SUMS (already verified); both refiner files must be listed, its
+    speakers must be ``voices`` (None: any, for a starting point) and, with ``own_weights``, its ``voice_sha256`` the
+    listed digest of model.safetensors (without: a starting point for training another voice's)."""
+    directory = Path(directory)
+    path = directory / REFINER_CONFIG
+    if not path.is_file():
+        return None
+    for name in (REFINER_CONFIG, REFINER_WEIGHTS):
+        if name not in sums:
+            raise ArtifactError(f"{directory}: {name} is not listed in SHA256SUMS (rewrite it with "
+                                "audiopd.artifacts.write_checksums)")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ArtifactError(f"{path} is not valid YAML: {exc}") from None
+    cfg = from_dict(RefinerConfig, data if isinstance(data, dict) else {}, where=str(path))
+    if voices is not None and tuple(cfg.voices) != tuple(voices):
+        raise ArtifactError(f"{path}: refiner speakers {list(cfg.voices)}, the voice's {list(voices)}")
+    digest = sums.get("model.safetensors", "")
+    if own_weights and cfg.voice_sha256 != digest:
+        raise ArtifactError(f"{path}: the refiner learnt the mistakes of other weights (voice_sha256 "
+                            f"{cfg.voice_sha256[:12]}, model.safetensors {digest[:12]}); retrain it "
+                            "(python -m audiopd.train.refiner)")
+    return cfg

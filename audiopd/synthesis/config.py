@@ -183,3 +183,36 @@ def check_compatible(model, codec) -> None:
         problems.append(f"voice knows {model.cfg.num_symbols} phoneme symbols, the frontend uses {NUM_SYMBOLS}")
     if problems:
         raise ArtifactError("voice and codec do not fit together: " + "; ".join(problems))
+
+
+class VoiceFacade:
+    """What both runtimes' synthesizers say about their voice (``audiopd.pipeline.Synthesizer``, torch, and
+    ``audiopd.lite.synth.LiteSynthesizer``, NumPy): each sets ``model`` (its ``info``, ``artifact_name``) and
+    ``codec`` (``sample_rate``, ``frame_rate``)."""
+
+    model: Any
+    codec: Any
+
+    @property
+    def voices(self) -> tuple[str, ...]:
+        return tuple(self.model.info.voices)
+
+    @property
+    def voice_name(self) -> str:
+        """The voice artifact's name ("joe"), what reports, /health and bench call the voice; "" for a model that
+        was not loaded from one."""
+        return getattr(self.model, "artifact_name", "")
+
+    @property
+    def sample_rate(self) -> int:
+        return int(self.codec.sample_rate)
+
+    @property
+    def frame_rate(self) -> float:
+        return float(self.codec.frame_rate)
+
+    def _speaker(self, voice: str | int | None) -> int:
+        return 0 if voice is None else self.model.info.speaker_id(voice)
+
+    def _speaker_name(self, speaker: int) -> str:
+        return self.voices[speaker] if speaker < len(self.voices) else str(speaker)
