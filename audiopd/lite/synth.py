@@ -125,7 +125,8 @@ class LiteSynthesizer(VoiceFacade):
             outcomes[id(it)] = self._render(it, g, par, seed=seed, speed=speed, checker=checker)
         if mode == "auto" and checking and any(it.attempts[-1].passed is False for it in items):
             failed = "; ".join(r for it in items for r in (it.attempts[-1].verdict or {}).get("reasons", []))
-            why = f"the NumPy first attempt failed its check ({failed or 'no reason given'}); the torch ladder took over"
+            why = (f"the NumPy first attempt failed its check ({failed or 'no reason given'}); the torch ladder "
+                   "took over")
             if self._fallback is None:
                 raise LiteUnsupported(why)
             return _on_torch(self.torch_synthesizer().synthesize(text, seed=seed, **kwargs), why)
