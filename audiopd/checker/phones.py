@@ -10,8 +10,7 @@ alignment against the intended phones and into the checker's findings.
 This module holds what both implementations share and none of them needs torch for: the phone set and labels,
 the log-mel features (NumPy), the artifact checks and the weight shapes a config implies. The network runs in
 NumPy for inference (``audiopd.lite.recognizer``, what the checker uses) and in torch for training
-(``audiopd.checker.phones_torch``: ``PhoneRecognizer``, ``save_recognizer``, ``load_recognizer``, still
-importable from here, lazily, so ``import audiopd.checker.phones`` stays free of torch).
+(``audiopd.checker.phones_torch``: ``PhoneRecognizer``, ``save_recognizer``, ``load_recognizer``).
 
 Artifacts live under ``checkers/<name>/`` (config.yaml, model.safetensors, SHA256SUMS), rebuilt by
 ``recipes/checker``; the loaders verify checksums and reject unknown versions or keys.
@@ -45,9 +44,6 @@ FORMAT_VERSION = 1
 DEFAULT_RECOGNIZER = "phones16k"
 FRAME_S = 2 * HOP / SAMPLE_RATE  # the encoder's stride-2 input convolution: 50 output frames/s
 _FRAMES_PER_SLICE = 128  # log_mel's FFT batch: [128, 257] complex64 stays in L2
-
-# The torch half, served on first use: training and export import these names from here.
-_TORCH_NAMES = ("PhoneRecognizer", "save_recognizer", "load_recognizer")
 
 
 @dataclass(frozen=True)
@@ -162,13 +158,3 @@ def open_artifact(name: str | Path = DEFAULT_RECOGNIZER) -> tuple[Path, Recogniz
     if cfg.get("sample_rate") != SAMPLE_RATE or tuple(cfg.get("phones", ())) != PHONES:
         raise ArtifactError(f"{d}: recogniser rate or phone set differs from this version's")
     return d, from_dict(RecognizerConfig, cfg.get("model") or {}, where=f"{d}/config.yaml:model")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _TORCH_NAMES:
-        from audiopd.checker import phones_torch
-
-        value = getattr(phones_torch, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="comma-separated source kinds left out of training (default: voice; '' keeps all)")
     p.add_argument("--ckpt", default="ckpt", help="checkpoint directory under DATA (default: ckpt)")
     args = p.parse_args(argv)
-    from audiopd.checker.phones import PhoneRecognizer
+    from audiopd.checker.phones_torch import PhoneRecognizer
 
     torch.set_num_threads(args.threads)
     root = Path(args.data)

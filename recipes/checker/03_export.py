@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     from safetensors.torch import load_file
 
-    from audiopd.checker.phones import PhoneRecognizer, save_recognizer
+    from audiopd.checker.phones_torch import PhoneRecognizer, save_recognizer
 
     root = Path(args.data)
     state = json.loads((root / args.ckpt / "state.json").read_text())

@@ -7,17 +7,8 @@ import pytest
 import torch
 import yaml
 
-from audiopd.checker.phones import (
-    NUM_CLASSES,
-    PHONES,
-    PhoneRecognizer,
-    RecognizerConfig,
-    labels_of_ids,
-    load_recognizer,
-    log_mel,
-    save_recognizer,
-    to_16k,
-)
+from audiopd.checker.phones import NUM_CLASSES, PHONES, RecognizerConfig, labels_of_ids, log_mel, to_16k
+from audiopd.checker.phones_torch import PhoneRecognizer, load_recognizer, save_recognizer
 from audiopd.errors import ArtifactError
 from audiopd.text import phonemize
 
