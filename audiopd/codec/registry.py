@@ -49,11 +49,9 @@ def _factory(kind: object) -> Factory | None:
     return _REGISTERED.get(kind)
 
 
-def load_codec(name: str | Path = DEFAULT_CODEC, *, decoder: str | None = None) -> Codec:
-    """Load a codec by shipped artifact name or directory path (``artifacts.find_artifact``); verifies checksums.
-
-    ``decoder`` picks how tokens become audio (``Codec.decoders``; None = the codec's default); an unknown name is
-    an ``ArtifactError`` listing the known ones."""
+def read_codec_config(name: str | Path) -> tuple[Path, dict]:
+    """A codec artifact's directory (``artifacts.find_artifact``) and its config.yaml as a mapping with a ``kind``;
+    checksums are the caller's to verify once it knows the kind (``load_codec``, ``audiopd.lite.vocoder``)."""
     directory = artifacts.find_artifact("codecs", name)
     try:
         cfg = yaml.safe_load((directory / "config.yaml").read_text())
@@ -61,6 +59,15 @@ def load_codec(name: str | Path = DEFAULT_CODEC, *, decoder: str | None = None) 
         raise ArtifactError(f"{directory}/config.yaml is not valid YAML: {exc}") from None
     if not isinstance(cfg, dict) or "kind" not in cfg:
         raise ArtifactError(f"{directory}/config.yaml has no 'kind'")
+    return directory, cfg
+
+
+def load_codec(name: str | Path = DEFAULT_CODEC, *, decoder: str | None = None) -> Codec:
+    """Load a codec by shipped artifact name or directory path (``artifacts.find_artifact``); verifies checksums.
+
+    ``decoder`` picks how tokens become audio (``Codec.decoders``; None = the codec's default); an unknown name is
+    an ``ArtifactError`` listing the known ones."""
+    directory, cfg = read_codec_config(name)
     kind = cfg["kind"]
     factory = _factory(kind)
     if factory is None:

@@ -18,11 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-import yaml
-
 from audiopd import artifacts, timing
 from audiopd.codec.mel import MelCodec, load_artifact, replace_config, smooth_time, unknown_decoder
 from audiopd.codec.mel_config import FAST, MelCodecConfig, mel_basis
+from audiopd.codec.registry import read_codec_config
 from audiopd.errors import ArtifactError
 from audiopd.lite import LiteUnsupported, nn
 from audiopd.lite.phase import CHUNK, Stft, fgla_phase
@@ -239,13 +238,7 @@ class LiteMelDecoder:
         lacks is an ``ArtifactError`` (as ``load_codec``), one it has but NumPy cannot run (``hq``, a fast vocoder
         with another head than ``harmonic``, a codec of another kind) ``audiopd.lite.synth.LiteUnsupported``, so
         that a caller can hand it to torch."""
-        directory = artifacts.find_artifact("codecs", name_or_dir)
-        try:
-            raw = yaml.safe_load((directory / "config.yaml").read_text())
-        except yaml.YAMLError as exc:
-            raise ArtifactError(f"{directory}/config.yaml is not valid YAML: {exc}") from None
-        if not isinstance(raw, dict) or "kind" not in raw:
-            raise ArtifactError(f"{directory}/config.yaml has no 'kind'")
+        directory, raw = read_codec_config(name_or_dir)
         if raw["kind"] != "mel":
             raise LiteUnsupported(f"codec {directory.name!r} is of kind {raw['kind']!r}: only a mel codec decodes "
                                "without torch")

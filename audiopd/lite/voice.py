@@ -24,7 +24,13 @@ from audiopd.lite.nn import conv1d, gelu, layer_norm, relu, sub
 from audiopd.lite.transformer import LiteTransformer, transformer_shapes
 from audiopd.model.config import ModelConfig
 from audiopd.model.info import VoiceInfo, _checker_config, read_voice
-from audiopd.model.refiner_config import REFINER_CONFIG, REFINER_WEIGHTS, RefinerConfig, read_refiner_config
+from audiopd.model.refiner_config import (
+    REFINER_CONFIG,
+    REFINER_WEIGHTS,
+    RefinerConfig,
+    read_refiner_config,
+    refiner_input,
+)
 
 Array = np.ndarray
 FLOAT_DTYPES = {"F16": np.float16, "F32": np.float32}  # what a voice ships (model.voice.WEIGHT_DTYPES)
@@ -300,11 +306,7 @@ class LiteRefiner:
 
     def refine(self, mel: Array, speaker: int) -> Array:
         """One log-mel [T, n_mels] of ``speaker`` (an index of ``cfg.voices``) -> float32 [T, n_mels]."""
-        m = np.asarray(mel, dtype=np.float32)
-        if m.ndim != 2 or m.shape[1] != self.cfg.n_mels:
-            raise ValueError(f"expected a log-mel [T, {self.cfg.n_mels}], got {m.shape}")
-        if not 0 <= speaker < len(self.cfg.voices):
-            raise ValueError(f"speaker {speaker} out of range (voices: {', '.join(self.cfg.voices)})")
+        m = refiner_input(mel, self.cfg, speaker)
         if m.shape[0] == 0:
             return m
         w, pad = self.w, self.cfg.kernel // 2

@@ -34,6 +34,7 @@ from audiopd.model.refiner_config import (  # noqa: F401  (torch-free, re-export
     REFINER_WEIGHTS,
     RefinerConfig,
     read_refiner_config,
+    refiner_input,
 )
 
 
@@ -64,11 +65,7 @@ class MelRefiner(nn.Module):
     @torch.no_grad()
     def refine(self, mel: np.ndarray, speaker: int) -> np.ndarray:
         """One log-mel ``[T, n_mels]`` of ``speaker`` (an index of ``cfg.voices``) -> float32 ``[T, n_mels]``."""
-        m = np.asarray(mel, dtype=np.float32)
-        if m.ndim != 2 or m.shape[1] != self.cfg.n_mels:
-            raise ValueError(f"expected a log-mel [T, {self.cfg.n_mels}], got {m.shape}")
-        if not 0 <= speaker < len(self.cfg.voices):
-            raise ValueError(f"speaker {speaker} out of range (voices: {', '.join(self.cfg.voices)})")
+        m = refiner_input(mel, self.cfg, speaker)
         if m.shape[0] == 0:
             return m
         out = self(torch.from_numpy(m)[None], torch.tensor([speaker]))[0]

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from audiopd.artifacts import require_format_version
@@ -74,3 +75,13 @@ def read_refiner_config(directory: str | Path, *, voices: tuple[str, ...] | None
                             f"{cfg.voice_sha256[:12]}, model.safetensors {digest[:12]}); retrain it "
                             "(python -m audiopd.train.refiner)")
     return cfg
+
+
+def refiner_input(mel, cfg: RefinerConfig, speaker: int) -> np.ndarray:
+    """A refiner's input checked (log-mel [T, cfg.n_mels], ``speaker`` an index of ``cfg.voices``), as float32."""
+    m = np.asarray(mel, dtype=np.float32)
+    if m.ndim != 2 or m.shape[1] != cfg.n_mels:
+        raise ValueError(f"expected a log-mel [T, {cfg.n_mels}], got {m.shape}")
+    if not 0 <= speaker < len(cfg.voices):
+        raise ValueError(f"speaker {speaker} out of range (voices: {', '.join(cfg.voices)})")
+    return m
