@@ -38,6 +38,7 @@ from audiopd.synthesis.config import (  # noqa: F401  (the facade's settings, to
     VoiceFacade,
     check_compatible,
     default_checker,
+    speaker_blurs,
     validate_options,
     voice_config,
 )
@@ -193,15 +194,10 @@ class Synthesizer(VoiceFacade):
 
 
 def _speaker_codecs(model, codec: Codec) -> dict[int, Codec]:
-    """Speaker -> its codec view: the voice's mel refiner for that speaker, then its blur (either may be absent).
-    A refiner replaces the codec's own blur unless the voice sets one (``VoiceInfo.smooth_frames``): it was trained
-    to give the teacher's token mel, which the blur would smear (recipes/voice/README.md, "The mel refiner")."""
-    frames = getattr(getattr(model, "info", None), "smooth_frames", ())
+    """Speaker -> its codec view: the voice's mel refiner for that speaker, then its blur (``speaker_blurs``)."""
     refiner = getattr(model, "refiner", None)
-    if refiner is not None:
-        blur = frames or (0.0,) * len(refiner.cfg.voices)
-        return {i: codec.refined(refiner.for_speaker(i)).smoothed(f) for i, f in enumerate(blur)}
-    return {i: codec.smoothed(f) for i, f in enumerate(frames)}
+    return {i: (codec.refined(refiner.for_speaker(i)) if refiner is not None else codec).smoothed(f)
+            for i, f in speaker_blurs(model).items()}
 
 
 def load(voice: str | Path | Any | None = None, *, codec: str | Path | Codec | None = None,

@@ -32,6 +32,7 @@ from audiopd.synthesis.config import (
     VoiceFacade,
     check_compatible,
     default_checker,
+    speaker_blurs,
     validate_options,
     voice_config,
 )
@@ -69,13 +70,10 @@ class LiteSynthesizer(VoiceFacade):
         self.checker_config = getattr(voice, "checker_config", None)
         self._fallback = fallback
         self._torch = None
-        blur = voice.info.smooth_frames
         refiner = voice.refiner
-        n = len(voice.info.voices) or 1
-        # Each speaker's mel refiner and blur, as audiopd.pipeline._speaker_codecs chooses them for torch.
-        self._views = [(refiner.for_speaker(i) if refiner is not None else None,
-                        float(blur[i]) if blur else (0.0 if refiner is not None else decoder.smooth_frames))
-                       for i in range(n)]
+        # Speaker -> (mel refiner, blur), as the torch facade builds its codec views; others take the codec's blur.
+        self._views = {i: (refiner.for_speaker(i) if refiner is not None else None, float(f))
+                       for i, f in speaker_blurs(voice).items()}
 
     def torch_synthesizer(self):
         """The torch facade for the same voice, codec and settings (imports torch on first use)."""
@@ -157,7 +155,7 @@ class LiteSynthesizer(VoiceFacade):
         rng = np.random.default_rng(seed_for(seed, group, 0))
         res = decode_parallel(self.model, frames, par, rng)
         n = item.frames
-        refine, blur = self._views[item.speaker] if item.speaker < len(self._views) else (None, 0.0)
+        refine, blur = self._views.get(item.speaker, (None, self.codec.smooth_frames))
         with timing.span(timing.CODEC):
             audio = fit_audio(self.codec.decode(res.codes[:, :n], refine=refine, smooth_frames=blur), n,
                               self.sample_rate, self.frame_rate)

@@ -216,3 +216,15 @@ class VoiceFacade:
 
     def _speaker_name(self, speaker: int) -> str:
         return self.voices[speaker] if speaker < len(self.voices) else str(speaker)
+
+
+def speaker_blurs(model) -> dict[int, float]:
+    """Speaker -> the blur over time (frames) its tokens are decoded with, for the speakers that do not take the
+    codec's own; both runtimes' synthesizers build their codec views from it. A voice's mel refiner replaces the
+    codec's blur unless the voice sets one (``VoiceInfo.smooth_frames``): it was trained to give the teacher's token
+    mel, which the blur would smear (recipes/voice/README.md, "The mel refiner")."""
+    frames = getattr(getattr(model, "info", None), "smooth_frames", ())
+    refiner = getattr(model, "refiner", None)
+    if refiner is not None:
+        return dict(enumerate(frames or (0.0,) * len(refiner.cfg.voices)))
+    return dict(enumerate(frames))
