@@ -1,6 +1,7 @@
 """audiopd: offline text-to-speech on codec tokens with parallel decoding."""
 
 from audiopd.errors import ArtifactError, AudioInputError, AudiopdError, NothingToSpeakError
+from audiopd.lazy import lazy_getattr
 
 __version__ = "0.1.0"
 
@@ -46,11 +47,4 @@ def check(audio, sample_rate: int, text: str, **kwargs):
     return score(audio, sample_rate, text, **kwargs)
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'audiopd' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY)

@@ -4,24 +4,19 @@ Names load lazily (PEP 562): the decoders import torch, while config.py and sche
 inference path (``audiopd.lite``) can import those without paying for torch.
 """
 
-import importlib
+from audiopd.lazy import lazy_getattr
 
 _HOME = {
     "build_condition": "api", "decode": "api", "pad_ids": "api", "phone_span_to_frames": "api",
     "ParallelConfig": "config", "SamplingConfig": "config", "SerialConfig": "config",
     "decode_parallel": "parallel", "decode_serial": "serial",
-    "DecodeResult": "refine", "DecodeStats": "refine", "fine_level_groups": "refine", "region_mask": "refine",
+    "DecodeResult": "refine", "DecodeStats": "refine", "region_mask": "refine",
     "filter_logits": "sampling", "sample": "sampling", "token_probs": "sampling",
     "annealed_temperature": "schedules", "cosine_counts": "schedules", "mask_ratio": "schedules",
-    "masked_after_step": "schedules",
+    "masked_after_step": "schedules", "fine_level_groups": "schedules",
 }
 
 __all__ = sorted(_HOME)
 
 
-def __getattr__(name: str):
-    if name in _HOME:
-        value = getattr(importlib.import_module(f"audiopd.decoding.{_HOME[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'audiopd.decoding' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, {name: f"audiopd.decoding.{home}" for name, home in _HOME.items()})

@@ -4,7 +4,7 @@ Names load lazily (PEP 562): the networks import torch, while config.py and info
 inference path (``audiopd.lite``) can read a voice's configuration without paying for torch.
 """
 
-import importlib
+from audiopd.lazy import lazy_getattr
 
 _HOME = {
     "ModelConfig": "config", "VoiceInfo": "info",
@@ -17,9 +17,4 @@ _HOME = {
 __all__ = sorted(_HOME)
 
 
-def __getattr__(name: str):
-    if name in _HOME:
-        value = getattr(importlib.import_module(f"audiopd.model.{_HOME[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'audiopd.model' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, {name: f"audiopd.model.{home}" for name, home in _HOME.items()})
