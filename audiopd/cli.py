@@ -22,6 +22,7 @@ from audiopd.artifacts import VOICE_HELP
 from audiopd.codec.registry import DEFAULT_CODEC, add_decoder_argument
 from audiopd.errors import AudiopdError, UsageError
 from audiopd.fileio import check_writable_dir
+from audiopd.lite import RUNTIMES
 from audiopd.subcommands import (  # the registry and main, also importable from here
     EXIT_USAGE,  # noqa: F401
     GROUP_HELP,  # noqa: F401
@@ -101,7 +102,7 @@ def _say_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--report", default=None, metavar="R.json", help="write the synthesis report as JSON")
     p.add_argument("--timestamps", default=None, metavar="OUT.srt|.vtt|.json", help="write word timestamps")
     p.add_argument("--strict", action="store_true", help="exit 1 when the delivered audio fails the check")
-    p.add_argument("--runtime", choices=("auto", "numpy", "torch"), default="auto",
+    p.add_argument("--runtime", choices=RUNTIMES, default="auto",
                    help="auto: the torch-free NumPy path for a parallel first attempt, torch for the rest (repair, "
                         "serial, the thorough checker), imported only when needed; numpy: refuse what NumPy cannot "
                         "do; torch: always torch (default: auto)")

@@ -66,6 +66,7 @@ from audiopd.eval.heldout import (  # also imported from here by callers and tes
     select_sentences,
     teacher_audio,
 )
+from audiopd.lite import RUNTIMES
 from audiopd.text.wer import BROKEN_WER
 
 EVAL_MODES = ("parallel", "serial", "auto")
@@ -288,7 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--data", default="data", help="corpus root holding corpus/manifest.jsonl (default: data)")
     p.add_argument("--voice", default=None, help=f"shipped voice name or a path like ./myvoice (default: {DEFAULT_VOICE})")
     add_decoder_argument(p)
-    p.add_argument("--runtime", choices=("torch", "numpy", "auto"), default="torch",
+    p.add_argument("--runtime", choices=RUNTIMES, default="torch",
                    help="the voice's runtime (audiopd.load): torch, or the torch-free NumPy path (default: torch)")
     p.add_argument("--n", type=int, default=40, help="held-out sentences per speaker (default: 40)")
     p.add_argument("--modes", default="parallel,serial", help="comma-separated of parallel, serial, auto")

@@ -8,6 +8,9 @@ serial decoder); tests/lite compares every part against it.
 
 from audiopd.errors import AudiopdError
 
+# audiopd.load(runtime=...): torch, this NumPy path alone, or NumPy with torch for what it does not serve.
+RUNTIMES = ("torch", "numpy", "auto")
+
 
 class LiteUnsupported(AudiopdError):
     """A request or artifact the NumPy path does not serve (serial decoding, repair, the thorough checker, a decoder

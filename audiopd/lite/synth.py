@@ -25,7 +25,7 @@ import numpy as np
 from audiopd import timing
 from audiopd.artifacts import DEFAULT_VOICE
 from audiopd.errors import ArtifactError
-from audiopd.lite import LiteUnsupported
+from audiopd.lite import RUNTIMES, LiteUnsupported
 from audiopd.synthesis.config import (
     SynthesisConfig,
     SynthesisOptionError,
@@ -50,8 +50,6 @@ from audiopd.synthesis.items import (
     seed_for,
 )
 from audiopd.synthesis.result import Result, assemble_result
-
-RUNTIMES = ("torch", "numpy", "auto")
 
 
 class LiteSynthesizer(VoiceFacade):
