@@ -43,7 +43,7 @@ from audiopd.synthesis.config import (  # noqa: F401  (the facade's settings, to
     voice_config,
 )
 from audiopd.synthesis.cost import CostModel, calibrate
-from audiopd.synthesis.items import check_durations, prepare_text
+from audiopd.synthesis.items import check_durations, text_items
 from audiopd.synthesis.report import report_json  # noqa: F401  (re-exported for callers of the facade)
 from audiopd.synthesis.result import Result, assemble_result
 
@@ -108,9 +108,7 @@ class Synthesizer(VoiceFacade):
         speaker = self._speaker(voice)
         checker, checking, warnings, checker_kind = self._resolve_checker(mode, check, check_level)
         with timing.span(timing.FRONTEND):
-            per_text = [[Item(text=c, ids=ph.ids, speaker=speaker,
-                              words=tuple((w.word, w.start, w.end) for w in ph.words))
-                         for c, ph in self._prepare(t)] for t in texts]
+            per_text = [text_items(t, speaker, self.config.max_chunk_chars) for t in texts]
         items = [it for chunk_items in per_text for it in chunk_items]
         with timing.span(timing.DURATIONS):
             self._predict_durations(items, speed)
@@ -154,9 +152,6 @@ class Synthesizer(VoiceFacade):
                 raise ArtifactError(f"the checker is unavailable: {exc}") from None
             return None, False, [f"checker unavailable ({exc}); output not checked"], None
         return run, True, [], "default" if self.checker_config is None else "voice"
-
-    def _prepare(self, text: str) -> list[tuple[str, Any]]:
-        return prepare_text(text, self.config.max_chunk_chars)
 
     def _predict_durations(self, items: list[Item], speed: float) -> None:
         for it in items:

@@ -46,8 +46,8 @@ from audiopd.synthesis.items import (
     check_audio,
     check_durations,
     fit_audio,
-    prepare_text,
     seed_for,
+    text_items,
 )
 from audiopd.synthesis.result import Result, assemble_result
 
@@ -112,8 +112,7 @@ class LiteSynthesizer(VoiceFacade):
         checking = (mode == "auto") if check is None else bool(check)
         checker = self._checker(check_level) if checking else None
         with timing.span(timing.FRONTEND):
-            items = [Item(text=c, ids=ph.ids, speaker=speaker, words=tuple((w.word, w.start, w.end) for w in ph.words))
-                     for c, ph in prepare_text(text, self.config.max_chunk_chars)]
+            items = text_items(text, speaker, self.config.max_chunk_chars)
         k = steps or (self.config.auto.first_steps if mode == "auto" else self.config.parallel.steps)
         par = dataclasses.replace(self.config.parallel, steps=k)
         outcomes = {}

@@ -148,8 +148,9 @@ def check_audio(checker: Checker, audio: np.ndarray, item: Item, tokens: np.ndar
     return verdict_to_dict(verdict)
 
 
-def prepare_text(text: str, max_chunk_chars: int) -> list[tuple[str, Any]]:
-    """Chunks of ``text`` and their phonemes; unspeakable chunks are skipped, all-unspeakable raises."""
+def text_items(text: str, speaker: int, max_chunk_chars: int) -> list[Item]:
+    """The chunks of ``text`` to speak as ``speaker``, phonemized, with their words' token spans (for timestamps);
+    unspeakable chunks are skipped, all-unspeakable raises."""
     from audiopd.text import check_word_limits, chunk_text, phonemize
 
     if not isinstance(text, str):
@@ -158,9 +159,11 @@ def prepare_text(text: str, max_chunk_chars: int) -> list[tuple[str, Any]]:
     out = []
     for chunk in chunk_text(text, max_chunk_chars):
         try:
-            out.append((chunk, phonemize(chunk)))
+            ph = phonemize(chunk)
         except NothingToSpeakError:
             continue  # e.g. a lone "***" between sentences
+        words = tuple((w.word, w.start, w.end) for w in ph.words)
+        out.append(Item(text=chunk, ids=ph.ids, speaker=speaker, words=words))
     if not out:
         phonemize(text)  # raises the specific reason (empty, only symbols, unsupported script)
         raise NothingToSpeakError("text contains no speakable words")
