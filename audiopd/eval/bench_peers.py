@@ -34,26 +34,25 @@ class RuntimePeer:
         self.name = f"audiopd:{runtime}"
         self.tts = audiopd.load(voice, runtime=runtime)
         self.sample_rate = self.tts.sample_rate
-        self.speaker, self.steps, self.seed, self.threads = speaker, steps, seed, threads
+        self.speaker, self.steps, self.seed = speaker, steps, seed
+        _limit_blas_threads(threads)
 
     def synthesize(self, text: str):
         from audiopd.eval.peers import PeerAudio
 
-        with _blas_threads(self.threads):
-            r = self.tts.synthesize(text, voice=self.speaker, mode="parallel", steps=self.steps, seed=self.seed,
-                                    check=False)
+        r = self.tts.synthesize(text, voice=self.speaker, mode="parallel", steps=self.steps, seed=self.seed,
+                                check=False)
         return PeerAudio(r.audio, r.sample_rate, None)
 
 
-def _blas_threads(n: int):
-    """NumPy's BLAS limited to the bench's thread count (threadpoolctl, when installed), as torch is."""
+def _limit_blas_threads(n: int) -> None:
+    """NumPy's BLAS held to the bench's thread count for the rest of the process (threadpoolctl, when installed),
+    as torch is. Set once: entering and leaving a limit costs ~1.6 ms, which a timed call would carry."""
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
-        import contextlib
-
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=n, user_api="blas")
+        return
+    threadpool_limits(limits=n, user_api="blas")
 
 
 def load_peers(names: str, threads: int, log=None, *, voice: str | Path | None = None, speaker: str | None = None,
