@@ -43,7 +43,7 @@ from audiopd.synthesis.config import (  # noqa: F401  (the facade's settings, to
     voice_config,
 )
 from audiopd.synthesis.cost import CostModel, calibrate
-from audiopd.synthesis.items import check_durations, text_items
+from audiopd.synthesis.items import GroupOutcome, check_durations, text_items
 from audiopd.synthesis.report import report_json  # noqa: F401  (re-exported for callers of the facade)
 from audiopd.synthesis.result import Result, assemble_result
 
@@ -132,6 +132,26 @@ class Synthesizer(VoiceFacade):
                 "decoder": self.codec.decoder, "runtime": "torch"}
         return [assemble_result(chunk_items, outcomes, meta, wall, sample_rate=self.sample_rate,
                                 frame_rate=self.frame_rate, join=self.config.join) for chunk_items in per_text]
+
+    def resume_auto(self, items: Sequence[Item], *, seed: int, steps: int | None = None,
+                    check_level: str = "fast", first_run: int = 0) -> dict[int, GroupOutcome]:
+        """Auto mode's ladder after a first attempt made elsewhere: ``items[g]`` holds its checked parallel attempt
+        (the NumPy runtime's, ``audiopd.lite``, decoded as group ``g`` with run ids below ``first_run``); each
+        item that failed goes on alone as group ``g`` (repair of those tokens, more steps, serial) with its own
+        durations. Returns ``{id(item): outcome}`` for the items that went on; the rest need nothing more."""
+        checker, checking, _, _ = self._resolve_checker("auto", True, check_level)
+        renderer = Renderer(self.model, self.codec, parallel=self.config.parallel, serial=self.config.serial,
+                            auto=self.config.auto, cost=self.cost, checker=checker, codec_for=self.codec_for,
+                            first_run=first_run)
+        outcomes = {}
+        for g, it in enumerate(items):
+            if it.best().passed is not False:
+                continue
+            with timing.span(timing.CONDITION):
+                cond = self._condition([it])
+            outcomes[id(it)] = renderer.render_group([it], cond, mode="auto", steps=steps, seed=seed, group=g,
+                                                     checking=checking, deadline=None, resume=True)
+        return outcomes
 
     # ------------------------------------------------------------------------------------ helpers
     def _resolve_checker(self, mode: str, check: bool | None,

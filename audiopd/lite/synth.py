@@ -118,18 +118,27 @@ class LiteSynthesizer(VoiceFacade):
         outcomes = {}
         for g, it in enumerate(items):
             outcomes[id(it)] = self._render(it, g, par, seed=seed, speed=speed, checker=checker)
+        runtime, why = self.runtime, None
         if mode == "auto" and checking and any(it.attempts[-1].passed is False for it in items):
             failed = "; ".join(r for it in items for r in (it.attempts[-1].verdict or {}).get("reasons", []))
             why = (f"the NumPy first attempt failed its check ({failed or 'no reason given'}); the torch ladder "
-                   "took over")
+                   "went on from its tokens")
             if self._fallback is None:
                 raise LiteUnsupported(why)
-            return _on_torch(self.torch_synthesizer().synthesize(text, seed=seed, **kwargs), why)
+            # The ladder repairs what NumPy decoded (same durations, same seed streams) instead of starting over.
+            went_on = self.torch_synthesizer().resume_auto(items, seed=seed, steps=steps, check_level=check_level,
+                                                           first_run=len(items))
+            for key, out in went_on.items():
+                out.runs = {**outcomes[key].runs, **out.runs}  # the NumPy pass counts too
+                outcomes[key] = out
+            runtime = "torch"
         meta = {"voice": self._speaker_name(speaker), "seed": seed, "requested_mode": mode, "speed": speed,
                 "time_budget_s": time_budget_s, "cost_model": "none (NumPy runtime: parallel first)", "warnings": [],
                 "checker": None if not checking else ("voice" if self.checker_config is not None else "default"),
                 "check_level": check_level if checking else None, "codec": self.codec.name, "decoder": "fast",
-                "runtime": self.runtime}
+                "runtime": runtime}
+        if why is not None:
+            meta["runtime_reason"] = why
         return assemble_result(items, outcomes, meta, time.perf_counter() - t_start, sample_rate=self.sample_rate,
                                frame_rate=self.frame_rate, join=self.config.join)
 

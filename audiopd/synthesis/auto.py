@@ -96,7 +96,8 @@ class Renderer:
     """Runs the ladder for a group of items with one model, codec, checker and cost model."""
 
     def __init__(self, model, codec, *, parallel: ParallelConfig, serial: SerialConfig, auto: AutoConfig,
-                 cost: CostModel, checker: Checker | None, codec_for: Callable[[int], Any] | None = None) -> None:
+                 cost: CostModel, checker: Checker | None, codec_for: Callable[[int], Any] | None = None,
+                 first_run: int = 0) -> None:
         self.model, self.codec = model, codec
         # Speaker -> the codec view that decodes its tokens (``Synthesizer.codec_for``: the voice's mel refiner and
         # blur for that speaker); None = ``codec`` for all.
@@ -105,7 +106,7 @@ class Renderer:
         self.checker = checker
         self.frame_rate = float(codec.frame_rate)
         self.sample_rate = int(codec.sample_rate)
-        self._runs = 0
+        self._runs = first_run  # run ids already taken by attempts made elsewhere (see ``render_group(resume=)``)
         # Measured checker cost (seconds per second of audio checked): on a CPU the checker's
         # alignment + ASR can cost more than decoding, so deadlines must count it.
         self._check_s = 0.0
@@ -126,13 +127,21 @@ class Renderer:
         return decode + per_audio_s * audio_s
 
     def render_group(self, items: list[Item], cond: FrameCondition, *, mode: str, steps: int | None, seed: int,
-                     group: int, checking: bool, deadline: float | None, floor_share: float = 1.0) -> GroupOutcome:
+                     group: int, checking: bool, deadline: float | None, floor_share: float = 1.0,
+                     resume: bool = False) -> GroupOutcome:
         """Decode, check and escalate one batch of items. ``floor_share``: this group's share of the request's
-        audio, so that the groups of one request share one ``escalation_floor_s`` instead of taking one each."""
+        audio, so that the groups of one request share one ``escalation_floor_s`` instead of taking one each.
+        ``resume``: the items already hold the first parallel attempt, checked (the NumPy runtime's,
+        ``audiopd.lite``), so the ladder goes on from its second stage and repairs those tokens."""
         for i, it in enumerate(items):
             it.durations = cond.durations[i, : len(it.ids)].cpu().numpy().astype(np.int64)
         first = mode
-        if mode == "auto":
+        if resume:
+            if mode != "auto" or not checking or any(not it.attempts or it.attempts[-1].verdict is None
+                                                     for it in items):
+                raise ValueError("resume needs auto mode, a checker and a checked first attempt on every item")
+            first = PARALLEL
+        elif mode == "auto":
             first = choose_path(self.cost, cond.num_frames, cond.batch, steps or self.auto.first_steps,
                                 self.fine_passes(), self.fine_passes(SERIAL))
         stages = plan_stages(mode, first, steps=steps, auto=self.auto, parallel_steps=self.parallel.steps,
@@ -141,6 +150,10 @@ class Renderer:
         exhausted = False
         t_first = time.perf_counter()
         for s, stage in enumerate(stages):
+            if resume and s == 0:
+                spent = sum(it.attempts[-1].seconds for it in items)
+                deadline = self._escalation_deadline(spent, floor_share, deadline)
+                continue
             rows = list(range(len(items)))
             if s > 0:
                 rows = [i for i in rows if items[i].best().passed is False]
@@ -156,13 +169,17 @@ class Renderer:
                     break
             run, passes = self._run_stage(stage, items, rows, cond, seed=seed_for(seed, group, s), checking=checking)
             runs[run] = passes
-            if s == 0 and self.auto.escalation_budget is not None:
-                # Measured, not predicted: the first attempt's wall time prices this group's escalation.
-                spent = time.perf_counter() - t_first
-                floor = self.auto.escalation_floor_s * floor_share
-                own = time.perf_counter() + max(self.auto.escalation_budget * spent, floor)
-                deadline = own if deadline is None else min(deadline, own)
+            if s == 0:
+                deadline = self._escalation_deadline(time.perf_counter() - t_first, floor_share, deadline)
         return GroupOutcome(first_path=first, stages=stages, budget_exhausted=exhausted, runs=runs)
+
+    def _escalation_deadline(self, spent: float, floor_share: float, deadline: float | None) -> float | None:
+        """Measured, not predicted: the first attempt's wall time ``spent`` prices this group's escalation."""
+        if self.auto.escalation_budget is None:
+            return deadline
+        floor = self.auto.escalation_floor_s * floor_share
+        own = time.perf_counter() + max(self.auto.escalation_budget * spent, floor)
+        return own if deadline is None else min(deadline, own)
 
     def _run_stage(self, stage: Stage, items: list[Item], rows: list[int], cond: FrameCondition, *, seed: int,
                    checking: bool) -> tuple[int, int]:
@@ -183,7 +200,8 @@ class Renderer:
             for j, i in enumerate(rows):
                 last = items[i].attempts[-1]
                 n = last.codes.shape[1]
-                codes[j, :, :n], conf[j, :n] = last.codes, last.confidence
+                # torch.as_tensor: a first attempt of the NumPy runtime holds NumPy arrays (``resume``)
+                codes[j, :, :n], conf[j, :n] = torch.as_tensor(last.codes), torch.as_tensor(last.confidence)
                 repaired[j] = list(last.verdict["bad_spans"])
                 span[j, :n] = torch.from_numpy(span_frames(repaired[j], self.frame_rate, n, self.auto.repair_margin_s))
             res = decode_parallel(self.model, sub, dataclasses.replace(self.parallel, steps=stage.steps),

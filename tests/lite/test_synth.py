@@ -121,6 +121,14 @@ def test_failed_check_escalates_on_torch(monkeypatch):
     r = tts.synthesize(TEXT, mode="auto", seed=0)
     assert r.report["runtime"] == "torch"
     assert "failed its check (injected failure)" in r.report["runtime_reason"]
+    # The ladder went on from NumPy's attempt: it repaired the failed span of those tokens (torch's own checker,
+    # not the injected one, judged the repair) instead of decoding the first attempt again.
+    first, second = r.report["attempts"][:2]
+    assert (first["mode"], first["kind"], first["passed"]) == ("parallel", "full", False)
+    assert second["kind"] == "repair" and second["repaired_spans"] == [[0.1, 0.3]]
+    assert r.report["forward_passes"] == sum(a["forward_passes"] for a in r.report["attempts"])
+    alone = audiopd.load(runtime="numpy").synthesize(TEXT, mode="parallel", seed=0)
+    assert r.audio.size == alone.audio.size  # NumPy's durations kept
     with pytest.raises(LiteUnsupported, match="injected failure"):
         audiopd.load(runtime="numpy").synthesize(TEXT, mode="auto", seed=0)
 
