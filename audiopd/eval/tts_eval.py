@@ -118,7 +118,7 @@ def _tally() -> _Tally:
 
 def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("parallel", "serial"),
              steps: int | None = None, seed: int = 0, batch: int = 8, speakers: Sequence[str] | None = None,
-             join: int = 1, split: str = "test",
+             join: int = 1, split: str = "test", speed: float = 1.0,
              recognizer: Recognizer | None = None, wav_dir: str | Path | None = None, voice_name: str = "",
              log: Callable[[str], None] | None = None, judge: judging.EvalJudge | None = None,
              peers: Sequence[Any] = ()) -> dict[str, Any]:
@@ -177,7 +177,7 @@ def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("par
                 part = sentences[b0 : b0 + batch]
                 t0 = time.perf_counter()
                 results = tts.synthesize_batch([s.text for s in part], voice=sp, mode=mode, steps=steps,
-                                               seed=seed, check=None if mode == "auto" else False)
+                                               seed=seed, speed=speed, check=None if mode == "auto" else False)
                 tal.wall_s += time.perf_counter() - t0
                 for s, res in zip(part, results):
                     sc = judge.score(refs[s.id], res.audio, res.sample_rate)
@@ -228,7 +228,7 @@ def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("par
         "voice": voice_name, "codec": tts.codec.name, "decoder": tts.codec.decoder,
         "runtime": getattr(tts, "runtime", "torch"),
         "data": str(data), "n": len(sentences), "join": join, "split": split, "seed": seed, "steps": steps,
-        "batch": batch,
+        "speed": speed, "batch": batch,
         "modes": modes, "peers": [p.name for p in peers],
         "speakers": speakers, "sentences": [{"id": s.id, "text": s.text} for s in sentences],
         "rows": rows, "utterances": utts, "warnings": warnings, "judge": judge.describe(),
@@ -299,6 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="held-out split: test (default; the figures to report) or dev (for choosing settings)")
     p.add_argument("--batch", type=int, default=8, help="texts per synthesize_batch call (default: 8)")
     p.add_argument("--seed", type=int, default=0, help="sentence choice and synthesis seed (default: 0)")
+    p.add_argument("--speed", type=float, default=1.0, help="speaking rate of every synthesis (default: 1.0)")
     p.add_argument("--join", type=int, default=1, metavar="J",
                    help="long texts: speak passages of J consecutive held-out sentences as one text (default: 1)")
     p.add_argument("--threads", type=int, default=1, help="torch and judge threads (default: 1)")
@@ -328,7 +329,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             peers = [load_peer(spec.name, threads=args.threads) for spec in parse_peers(args.peers)]
         report = evaluate(tts, args.data, n=args.n, modes=_csv(args.modes), steps=args.steps, seed=args.seed,
                           batch=args.batch, speakers=_csv(args.speakers) if args.speakers else None, join=args.join,
-                          split=args.split,
+                          split=args.split, speed=args.speed,
                           wav_dir=args.save_wavs, voice_name=tts.voice_name, judge=judge, peers=peers,
                           log=lambda m: print(m, file=sys.stderr, flush=True))
         report["torch_threads"] = torch.get_num_threads()

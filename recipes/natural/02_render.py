@@ -123,6 +123,27 @@ def render(data: Path, rows: list[nc.TextRow], peers: Mapping[str, object], *, h
             "seconds": round(time.monotonic() - start, 1)}
 
 
+def lacking(rows: list[nc.TextRow], manifest: Path, voices: list[str]) -> list[nc.TextRow]:
+    """The rows that ``manifest`` (another corpus's stage-02 output) does not hold for every one of ``voices``."""
+    held: dict[str, set[str]] = {}
+    for line in manifest.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            rec = json.loads(line)
+            held.setdefault(rec["id"], set()).add(rec["voice"])
+    return [r for r in rows if not set(voices) <= held.get(r.id, set())]
+
+
+def parse_part(spec: str) -> tuple[int, int]:
+    """``"K/N"`` -> (K, N) with 0 <= K < N; anything else is a clear error."""
+    try:
+        k, n = (int(x) for x in spec.split("/"))
+    except ValueError:
+        raise SystemExit(f"--part must be K/N (e.g. 0/2), got {spec!r}") from None
+    if not 0 <= k < n:
+        raise SystemExit(f"--part K/N needs 0 <= K < N, got {spec!r}")
+    return k, n
+
+
 def main(argv: list[str] | None = None) -> int:
     def extra(p):
         p.add_argument("--voices", default=",".join(nc.DEFAULT_VOICES), help="comma-separated peers")
@@ -131,6 +152,10 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--splits", default="train,dev,test", help="which splits to render")
         p.add_argument("--max-sentences", type=int, default=0, help="only the first N sentences (0 = all)")
         p.add_argument("--manifest-every", type=int, default=50, help="rebuild manifest.jsonl every N utterances")
+        p.add_argument("--skip-manifest", default="", help="a manifest.jsonl of a corpus rendered elsewhere: skip "
+                       "the sentences it holds for these voices (render only what that corpus lacks)")
+        p.add_argument("--part", default="", help="K/N: render only every N-th sentence from the K-th (0-based), "
+                       "so N processes side by side share one DATA")
     args = nc.stage_args(__doc__.splitlines()[0], argv, extra)
     data = Path(args.data)
     from audiopd.eval.peers import load_peer, parse_peers
@@ -141,13 +166,19 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     splits = set(args.splits.split(","))
     rows = [r for r in nc.read_text_table(data) if r.split in splits]
+    voices = [spec.name for spec in parse_peers(args.voices)]
+    if args.skip_manifest:
+        rows = lacking(rows, Path(args.skip_manifest), voices)
     if args.max_sentences:
         rows = rows[: args.max_sentences]
-    peers = {spec.name: load_peer(spec.name, threads=args.threads) for spec in parse_peers(args.voices)}
+    if args.part:
+        k, n = parse_part(args.part)
+        rows = rows[k::n]
+    peers = {name: load_peer(name, threads=args.threads) for name in voices}
     info = render(data, rows, peers, hours_per_voice=args.hours_per_voice, manifest_every=args.manifest_every,
                   log=lambda line: print(line, flush=True))
     print(json.dumps(info), flush=True)
-    if info["failed"] == 0:
+    if info["failed"] == 0 and not args.part:  # one part of N is not the stage
         # Done for the voices of this run and of every earlier finished run: `--voices piper:joe` first, the
         # Kokoro voices later, and stage 03 knows which are complete.
         nc.mark_done(data, STAGE, {**info, "voices": sorted(done | set(peers)), "threads": args.threads})

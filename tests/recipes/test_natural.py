@@ -136,6 +136,26 @@ def test_render_is_sentence_major_resumable_and_capped(tmp_path):
     assert info["made"] == 4 and [c[1] for c in calls] == ["a", "p", "a", "p"]
 
 
+def test_render_only_what_another_corpus_lacks_in_parts(tmp_path):
+    """``--skip-manifest``: a sentence that corpus holds for every asked voice is not rendered again; ``--part K/N``
+    splits what is left between N processes without overlap."""
+    rows = _rows(6)
+    held = [{"id": rows[0].id, "voice": "kokoro:af_heart"}, {"id": rows[1].id, "voice": "kokoro:af_heart"},
+            {"id": rows[1].id, "voice": "kokoro:am_adam"}]
+    manifest = tmp_path / "manifest.jsonl"
+    manifest.write_text("".join(json.dumps(r) + "\n" for r in held), encoding="utf-8")
+    heart = render_stage.lacking(rows, manifest, ["kokoro:af_heart"])
+    assert [r.id for r in heart] == [r.id for r in rows[2:]]
+    both = render_stage.lacking(rows, manifest, ["kokoro:af_heart", "kokoro:am_adam"])
+    assert [r.id for r in both] == [r.id for r in rows if r is not rows[1]]  # row 0 lacks am_adam
+    assert render_stage.parse_part("1/3") == (1, 3)
+    parts = [heart[k::n] for k, n in (render_stage.parse_part("0/2"), render_stage.parse_part("1/2"))]
+    assert sorted(r.id for part in parts for r in part) == [r.id for r in heart]
+    for bad in ("2/2", "1", "a/b", "-1/2"):
+        with pytest.raises(SystemExit, match="--part"):
+            render_stage.parse_part(bad)
+
+
 def test_render_keeps_going_after_a_failed_utterance(tmp_path):
     calls, lines = [], []
     rows = _rows(3)
