@@ -147,6 +147,8 @@ class LiteSynthesizer(VoiceFacade):
         ``SynthesisConfig.max_padding`` says why); the same keyword arguments and seed for every text."""
         if isinstance(texts, str):
             raise TypeError("synthesize_batch expects a sequence of texts, not one str")
+        if kwargs.get("seed") is None:  # one seed for the call, as the torch facade draws (its report's ``seed``)
+            kwargs["seed"] = secrets.randbelow(2**31)
         return [self.synthesize(t, **kwargs) for t in texts]
 
     # ------------------------------------------------------------------------------------ helpers

@@ -152,3 +152,11 @@ rc = main(["check", {str(wav)!r}, "--text", {TEXT!r}, "--voice", "natural"])
 print(json.dumps({{"rc": rc}}))
 """)
     assert got["rc"] == 0
+
+
+def test_batch_draws_one_seed_per_call(lite):
+    """As the torch facade: with no seed, one is drawn for the whole call and every report says which."""
+    rs = lite.synthesize_batch(["One.", "Two words."], mode="parallel")
+    assert rs[0].report["seed"] == rs[1].report["seed"]
+    with pytest.raises(TypeError, match="sequence of texts"):
+        lite.synthesize_batch("One.")
