@@ -7,6 +7,7 @@ attempt is delivered.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -152,6 +153,32 @@ def test_always_failing_item_walks_the_whole_ladder_and_gets_its_best_attempt(mo
     assert not torch.equal(first.codes, repair.codes)
     assert repair.repaired_spans == [(0.1, 0.2)]
     assert it.attempts[3].steps == 60  # serial: one level-0 step per frame
+
+
+def test_resume_goes_on_from_a_first_attempt_made_elsewhere(model) -> None:
+    """``resume``: the items hold a checked first attempt (the NumPy runtime's): no stage-0 decode, the repair
+    keeps that attempt's tokens outside the flagged span, and run ids start after ``first_run``."""
+    checker = ScriptedChecker([(False, 0.2, [(0.1, 0.2)]), (True, 0.9, [])])
+    r, items, cond = _setup(model, [60], checker)
+    r.render_group(items, cond, mode="auto", steps=None, seed=3, group=0, checking=True, deadline=None)
+    first = items[0].attempts[0]
+    elsewhere = Item(text="item 0", ids=items[0].ids, speaker=0)
+    elsewhere.attempts.append(dataclasses.replace(first, codes=first.codes.numpy(), run=0,
+                                                  confidence=first.confidence.numpy()))
+    checker.calls.clear()
+    resumed = Renderer(model, make_fixture_codec(), parallel=ParallelConfig(), serial=SerialConfig(), auto=AUTO,
+                       cost=CostModel(), checker=ScriptedChecker([(True, 0.9, [])]), first_run=1)
+    out = resumed.render_group([elsewhere], cond, mode="auto", steps=None, seed=3, group=0, checking=True,
+                               deadline=None, resume=True)
+    assert _modes(elsewhere) == [(P, FULL), (P, REPAIR)] and elsewhere.best().passed
+    assert list(out.runs) == [1] and out.first_path == P
+    outside = ~torch.from_numpy(span_frames([(0.1, 0.2)], 100.0, 60, AUTO.repair_margin_s))
+    assert torch.equal(first.codes[:, outside], elsewhere.attempts[1].codes[:, outside])
+    # The same seed streams as a ladder run whole: the repair equals the one made from torch's own first attempt.
+    assert torch.equal(items[0].attempts[1].codes, elsewhere.attempts[1].codes)
+    with pytest.raises(ValueError, match="resume needs"):
+        resumed.render_group([Item(text="x", ids=items[0].ids, speaker=0)], cond, mode="auto", steps=None, seed=0,
+                             group=0, checking=True, deadline=None, resume=True)
 
 
 def test_escalation_stops_at_the_first_pass_and_skips_repair_without_spans(model) -> None:
