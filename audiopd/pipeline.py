@@ -43,7 +43,7 @@ from audiopd.synthesis.config import (  # noqa: F401  (the facade's settings, to
     voice_config,
 )
 from audiopd.synthesis.cost import CostModel, calibrate
-from audiopd.synthesis.items import GroupOutcome, check_durations, text_items
+from audiopd.synthesis.items import GroupOutcome, check_durations
 from audiopd.synthesis.report import report_json  # noqa: F401  (re-exported for callers of the facade)
 from audiopd.synthesis.result import Result, assemble_result
 
@@ -108,7 +108,7 @@ class Synthesizer(VoiceFacade):
         speaker = self._speaker(voice)
         checker, checking, warnings, checker_kind = self._resolve_checker(mode, check, check_level)
         with timing.span(timing.FRONTEND):
-            per_text = [text_items(t, speaker, self.config.max_chunk_chars) for t in texts]
+            per_text = [self._items(t, speaker) for t in texts]
         items = [it for chunk_items in per_text for it in chunk_items]
         with timing.span(timing.DURATIONS):
             self._predict_durations(items, speed)

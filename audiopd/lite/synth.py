@@ -47,7 +47,6 @@ from audiopd.synthesis.items import (
     check_durations,
     fit_audio,
     seed_for,
-    text_items,
 )
 from audiopd.synthesis.result import Result, assemble_result
 
@@ -112,7 +111,7 @@ class LiteSynthesizer(VoiceFacade):
         checking = (mode == "auto") if check is None else bool(check)
         checker = self._checker(check_level) if checking else None
         with timing.span(timing.FRONTEND):
-            items = text_items(text, speaker, self.config.max_chunk_chars)
+            items = self._items(text, speaker)
         k = steps or (self.config.auto.first_steps if mode == "auto" else self.config.parallel.steps)
         par = dataclasses.replace(self.config.parallel, steps=k)
         outcomes = {}

@@ -53,6 +53,9 @@ class VoiceInfo:
     # K is a property of the model: a confident one needs fewer passes (recipes/voice/README.md, "Two passes and a
     # fair bench").
     parallel_steps: int = 0
+    # Trained on weak forms of "to" and "for" (audiopd.text.g2p.WEAK_FORMS): the frontend must label a text the
+    # same way for this voice (recipes/natural/05_weak_forms.py relabels a corpus's shards).
+    weak_forms: bool = False
 
     def __post_init__(self) -> None:
         if self.teachers and len(self.teachers) != len(self.voices):
@@ -66,6 +69,8 @@ class VoiceInfo:
         if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_PARALLEL_STEPS:
             raise ArtifactError(f"parallel_steps must be an integer in [0, {MAX_PARALLEL_STEPS}] (0 = the engine's "
                                 f"default), got {self.parallel_steps!r}")
+        if not isinstance(self.weak_forms, bool):
+            raise ArtifactError(f"weak_forms must be true or false, got {self.weak_forms!r}")
 
     def teacher(self, voice: str) -> str:
         """The corpus name of ``voice``'s teacher: the recorded one, else the voice's own name."""

@@ -187,11 +187,12 @@ def check_compatible(model, codec) -> None:
 
 class VoiceFacade:
     """What both runtimes' synthesizers say about their voice (``audiopd.pipeline.Synthesizer``, torch, and
-    ``audiopd.lite.synth.LiteSynthesizer``, NumPy): each sets ``model`` (its ``info``, ``artifact_name``) and
-    ``codec`` (``sample_rate``, ``frame_rate``)."""
+    ``audiopd.lite.synth.LiteSynthesizer``, NumPy): each sets ``model`` (its ``info``, ``artifact_name``),
+    ``codec`` (``sample_rate``, ``frame_rate``) and ``config`` (a ``SynthesisConfig``)."""
 
     model: Any
     codec: Any
+    config: Any
 
     @property
     def voices(self) -> tuple[str, ...]:
@@ -213,6 +214,12 @@ class VoiceFacade:
 
     def _speaker(self, voice: str | int | None) -> int:
         return 0 if voice is None else self.model.info.speaker_id(voice)
+
+    def _items(self, text: str, speaker: int) -> list:
+        """``text``'s chunks to speak (``synthesis.items.text_items``), labelled as this voice was trained."""
+        from audiopd.synthesis.items import text_items
+
+        return text_items(text, speaker, self.config.max_chunk_chars, weak_forms=self.model.info.weak_forms)
 
     def _speaker_name(self, speaker: int) -> str:
         return self.voices[speaker] if speaker < len(self.voices) else str(speaker)

@@ -148,9 +148,10 @@ def check_audio(checker: Checker, audio: np.ndarray, item: Item, tokens: np.ndar
     return verdict_to_dict(verdict)
 
 
-def text_items(text: str, speaker: int, max_chunk_chars: int) -> list[Item]:
-    """The chunks of ``text`` to speak as ``speaker``, phonemized, with their words' token spans (for timestamps);
-    unspeakable chunks are skipped, all-unspeakable raises."""
+def text_items(text: str, speaker: int, max_chunk_chars: int, *, weak_forms: bool = False) -> list[Item]:
+    """The chunks of ``text`` to speak as ``speaker``, phonemized (``weak_forms``: the voice's own labels,
+    ``VoiceInfo.weak_forms``), with their words' token spans (for timestamps); unspeakable chunks are skipped,
+    all-unspeakable raises."""
     from audiopd.text import check_word_limits, chunk_text, phonemize
 
     if not isinstance(text, str):
@@ -159,7 +160,7 @@ def text_items(text: str, speaker: int, max_chunk_chars: int) -> list[Item]:
     out = []
     for chunk in chunk_text(text, max_chunk_chars):
         try:
-            ph = phonemize(chunk)
+            ph = phonemize(chunk, weak_forms=weak_forms)
         except NothingToSpeakError:
             continue  # e.g. a lone "***" between sentences
         words = tuple((w.word, w.start, w.end) for w in ph.words)

@@ -20,7 +20,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from audiopd.errors import NothingToSpeakError, TextLimitError
-from audiopd.text.g2p import g2p_word, is_spelled
+from audiopd.text.g2p import WEAK_FORMS, g2p_word, is_spelled
 from audiopd.text.normalize import normalize_text
 from audiopd.text.symbols import BOS, EOS, PUNCTUATION, WORD_BOUNDARY, symbols_to_ids
 
@@ -127,8 +127,10 @@ def _is_initial_article(items: list[str], i: int, started: bool) -> bool:
     return len(nxt) >= 2 and any(c.isalpha() for c in nxt) and not nxt.isupper()
 
 
-def phonemize(text: str) -> Phonemized:
-    """Normalise ``text`` and turn it into phoneme tokens, ids and word spans.
+def phonemize(text: str, *, weak_forms: bool = False) -> Phonemized:
+    """Normalise ``text`` and turn it into phoneme tokens, ids and word spans. ``weak_forms``: "to" and "for"
+    take their reduced forms (``g2p.WEAK_FORMS``) where another word follows without punctuation, as a voice trained
+    on such labels expects (``VoiceInfo.weak_forms``); at a phrase's end they keep the dictionary's strong form.
 
     Raises ``NothingToSpeakError`` when no speakable word remains (empty, whitespace, only symbols,
     or only unsupported scripts); ``TextLimitError`` for a word over ``MAX_WORD_LETTERS`` letters or one
@@ -150,6 +152,8 @@ def phonemize(text: str) -> Phonemized:
                 pending_punct = item
             continue
         phones = g2p_word("a" if _is_initial_article(items, i, bool(words)) else item)
+        if weak_forms and item.lower() in WEAK_FORMS and i + 1 < len(items) and items[i + 1] not in _PUNCT:
+            phones = WEAK_FORMS[item.lower()]
         if not phones:  # cannot happen after normalisation, but a word must never be empty
             continue
         if words:

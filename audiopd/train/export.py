@@ -138,7 +138,7 @@ def parse_smoothing(text: str) -> dict[str, float]:
 def export_voice(source: str | Path, out_dir: str | Path, *, checker: str | Path | None = None,
                  codec: str | Path | None = None, speakers: tuple[str, ...] | None = None,
                  dtype: str = "float32", smoothing: dict[str, float] | None = None,
-                 parallel_steps: int | None = None) -> Path:
+                 parallel_steps: int | None = None, weak_forms: bool = False) -> Path:
     """``source``: a run directory (its latest checkpoint) or one checkpoint directory.
 
     ``checker``: a YAML file of CheckerConfig fields to ship as the voice's ``checker.yaml``.
@@ -148,6 +148,8 @@ def export_voice(source: str | Path, out_dir: str | Path, *, checker: str | Path
     ``smoothing``: each shipped voice's decode-time blur in frames (``with_smoothing``); None = the codec's.
     ``parallel_steps``: the voice's own level-0 step budget (``VoiceInfo.parallel_steps``, chosen on the dev split);
     None or 0 = the engine's default.
+    ``weak_forms``: the run trained on shards relabelled with weak forms (recipes/natural/05_weak_forms.py), so the
+    voice must be spoken to the same way (``VoiceInfo.weak_forms``).
     """
     source = Path(source)
     ck = source if (source / "state.json").is_file() else latest_checkpoint(source)
@@ -166,6 +168,8 @@ def export_voice(source: str | Path, out_dir: str | Path, *, checker: str | Path
         info = with_smoothing(info, smoothing)
     if parallel_steps is not None:
         info = dataclasses.replace(info, parallel_steps=parallel_steps)
+    if weak_forms:
+        info = dataclasses.replace(info, weak_forms=True)
     model = VoiceModel(mcfg, info)
     model.load_state_dict(weights)
     out_dir = Path(out_dir)
@@ -199,12 +203,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parallel-steps", type=int, default=None, metavar="K",
                     help="the voice's own level-0 step budget of parallel decoding, chosen on the dev split "
                          "(default: the engine's)")
+    ap.add_argument("--weak-forms", action="store_true",
+                    help="the run trained on weak-form labels (recipes/natural/05_weak_forms.py): the voice's "
+                         "frontend uses them too")
     args = ap.parse_args(argv)
     speakers = None if args.speakers is None else tuple(s.strip() for s in args.speakers.split(",") if s.strip())
     try:
         smoothing = None if args.smooth_frames is None else parse_smoothing(args.smooth_frames)
         path = export_voice(args.source, args.out, checker=args.checker, codec=args.codec, speakers=speakers,
-                            dtype=args.dtype, smoothing=smoothing, parallel_steps=args.parallel_steps)
+                            dtype=args.dtype, smoothing=smoothing, parallel_steps=args.parallel_steps,
+                            weak_forms=args.weak_forms)
     except AudiopdError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -11,7 +11,8 @@
 #        REFINER_STEPS / REFINER_MINUTES / REFINER_THREADS (the mel refiner's run after the export: 4000 steps,
 #        at most 2 minutes, every core; on this 2-core CPU 15000 and 40 gave the shipped refiner),
 #        PARALLEL_STEPS (the exported voice's own K; default INIT's: re-choose it on the dev split, README.md
-#        "Two passes and a fair bench")
+#        "Two passes and a fair bench"), WEAK_FORMS (true when TOKENS carry weak-form labels,
+#        recipes/natural/05_weak_forms.py; default INIT's)
 # On a lent machine (the device tool), from the repository root, inside one call of <= 9 minutes:
 #   recipes/voice/gpu.sh path/to/tokens/mel22k "$OUT"
 # then, here: copy OUT/voice over voices/natural if its dev figures improve (recipes/voice/README.md); OUT/voice
@@ -44,7 +45,8 @@ echo "== export -> $OUT/voice"
 PSTEPS="${PARALLEL_STEPS:-$(sed -n 's/^parallel_steps: *//p' "$INIT/config.yaml")}"
 "$PY" -m audiopd.train.export "$RUN" "$OUT/voice" --speakers "${SPEAKERS:-kokoro:af_heart,kokoro:am_adam}" \
   --codec "$REPO/codecs/mel22k" --checker "$HERE/conf/checker_natural.yaml" --dtype float16 \
-  --parallel-steps "${PSTEPS:-0}"
+  --parallel-steps "${PSTEPS:-0}" \
+  $([ "${WEAK_FORMS:-$(sed -n 's/^weak_forms: *//p' "$INIT/config.yaml")}" = true ] && echo --weak-forms)
 
 # The mel refiner learns the new weights' own mistakes (audiopd/model/refiner.py), starting from the refiner that
 # INIT ships; a voice without one would decode through the codec's blur alone.
