@@ -41,9 +41,10 @@ LETTER_NAMES: dict[str, tuple[str, ...]] = {
 
 # Weak forms of function words whose dictionary form is a homophone of a content word ("to" = "two" = "too" T UW1,
 # "for" = "four" F AO1 R): speakers reduce them before another word, and a voice trained on one label for both
-# says "two" as reduced as "to", which a listener (and Whisper) hears as "to". In the Kokoro corpus's af_heart
-# audio the aligned vowel of "to" lasts 40 ms on average against 131 ms for "two", "for" 43 ms against 92 ms for
-# "four" (recipes/voice/README.md, "Weak forms"). The forms are the CMU dictionary's own alternatives.
+# says "two" as reduced as "to", which a listener (and Whisper) hears as "to". In the natural corpus the aligned
+# vowel of "to" lasts 39-47 ms on average against 114-155 ms for "two", and "for" 34-41 ms against 94-136 ms for
+# "four", in each teacher (af_heart, am_adam, Piper joe; recipes/voice/README.md, "Weak forms"). The forms are the
+# CMU dictionary's own alternatives.
 WEAK_FORMS: dict[str, tuple[str, ...]] = {"to": ("T", "AH0"), "for": ("F", "ER0")}
 
 
