@@ -49,7 +49,7 @@ def test_cli_say_without_torch(tmp_path):
     got = _torch_free(f"""
 import json, soundfile
 from audiopd.cli import main
-rc = main(["say", {TEXT!r}, "-o", {str(out)!r}, "--runtime", "numpy", "--seed", "1"])
+rc = main(["say", {TEXT!r}, "-o", {str(out)!r}, "--runtime", "numpy", "--seed", "2"])
 info = soundfile.info({str(out)!r})
 print(json.dumps({{"rc": rc, "frames": info.frames, "rate": info.samplerate}}))
 """)
