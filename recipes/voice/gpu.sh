@@ -12,7 +12,8 @@
 #        at most 2 minutes, every core; on this 2-core CPU 15000 and 40 gave the shipped refiner),
 #        PARALLEL_STEPS (the exported voice's own K; default INIT's: re-choose it on the dev split, README.md
 #        "Two passes and a fair bench"), WEAK_FORMS (true when TOKENS carry weak-form labels,
-#        recipes/natural/05_weak_forms.py; default INIT's)
+#        recipes/natural/05_weak_forms.py; default INIT's: voices/natural has it since 2026-12-06, so relabel a
+#        corpus's shards with stage 05 before continuing it)
 # On a lent machine (the device tool), from the repository root, inside one call of <= 9 minutes:
 #   recipes/voice/gpu.sh path/to/tokens/mel22k "$OUT"
 # then, here: copy OUT/voice over voices/natural if its dev figures improve (recipes/voice/README.md); OUT/voice
