@@ -14,7 +14,7 @@ import numpy as np
 
 from audiopd.decoding.config import ParallelConfig, SerialConfig
 from audiopd.errors import ArtifactError, AudiopdError
-from audiopd.synthesis.items import MODES, Checker
+from audiopd.synthesis.items import MODES, Checker, Item, text_items
 from audiopd.synthesis.join import JoinConfig
 
 if TYPE_CHECKING:
@@ -215,10 +215,8 @@ class VoiceFacade:
     def _speaker(self, voice: str | int | None) -> int:
         return 0 if voice is None else self.model.info.speaker_id(voice)
 
-    def _items(self, text: str, speaker: int) -> list:
+    def _items(self, text: str, speaker: int) -> list[Item]:
         """``text``'s chunks to speak (``synthesis.items.text_items``), labelled as this voice was trained."""
-        from audiopd.synthesis.items import text_items
-
         return text_items(text, speaker, self.config.max_chunk_chars, weak_forms=self.model.info.weak_forms)
 
     def _speaker_name(self, speaker: int) -> str:
