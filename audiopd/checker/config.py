@@ -84,6 +84,11 @@ class CheckerConfig:
     max_phone_insertions: int = 3  # clean worst 2; repeats typically 5-9
     phone_edit_window: int = 12  # about a second of speech at 12-15 phones per second
     max_per: float = 0.4  # clean worst 0.15; another sentence's audio 0.8-1.0
+    # On clips of fewer than ``per_full_phones`` phones (a 1-2 s sentence) the PER limit grows with the rate's
+    # sampling noise, by ``short_per_slack * (sqrt(per_full_phones / n) - 1)``; 0 keeps one limit for every clip.
+    # Off by default (flite calibration used 7-22 word sentences only); voices/natural's checker.yaml sets it.
+    per_full_phones: int = 30
+    short_per_slack: float = 0.0
 
     # --- forced alignment (PocketSphinx, phone level; recognizer="sphinx") ---
     # Worst mean per-frame acoustic score over any 0.3 s window of the aligned phones. A skipped,
@@ -170,6 +175,8 @@ class CheckerConfig:
         for name in positive:
             if not getattr(self, name) > 0:
                 raise ValueError(f"CheckerConfig.{name} must be > 0, got {getattr(self, name)!r}")
+        if self.short_per_slack < 0 or self.per_full_phones < 1:
+            raise ValueError("CheckerConfig.short_per_slack must be >= 0 and per_full_phones >= 1")
         if min(self.max_deletion_run, self.max_insertion_run, self.max_phone_deletions,
                self.max_phone_insertions, self.phone_edit_window) < 1 or self.repetition_n < 2:
             raise ValueError("CheckerConfig: run lengths must be >= 1 and repetition_n >= 2")

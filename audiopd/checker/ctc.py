@@ -15,6 +15,7 @@ Two views of the same posteriors, as PocketSphinx's forced alignment and free re
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -91,6 +92,14 @@ class PhoneCheckConfig:
     max_insertions: int
     max_per: float
     edit_window: int = 12
+    # A rate over few phones is noisy: below ``per_full_phones`` the PER limit grows as the rate's sampling noise
+    # does, ``max_per + short_per_slack * (sqrt(per_full_phones / n) - 1)`` (0 slack: one limit for every clip).
+    per_full_phones: int = 30
+    short_per_slack: float = 0.0
+
+    def per_limit(self, n_phones: int) -> float:
+        """The phone error rate at which a clip of ``n_phones`` intended phones fails."""
+        return self.max_per + self.short_per_slack * max(0.0, math.sqrt(self.per_full_phones / max(1, n_phones)) - 1)
 
 
 @dataclass(frozen=True)
@@ -126,6 +135,7 @@ def check_phones(logp: np.ndarray, labels: list[int], frame_s: float, cfg: Phone
     ops = edit_ops([str(x) for x in labels], [str(h[0]) for h in hyp])
     errors = sum(op != "ok" for op, _, _ in ops)
     per = errors / max(1, len(labels))
+    per_limit = cfg.per_limit(len(labels))
     path = force_align(lp, labels) if n_frames >= len(labels) else None
     findings: list[Finding] = []
     metrics: dict[str, float] = {"phone_error_rate": per, "phones": float(len(labels))}
@@ -175,7 +185,7 @@ def check_phones(logp: np.ndarray, labels: list[int], frame_s: float, cfg: Phone
         Finding("phone_insertions", float(n_ins), float(cfg.max_insertions),
                 (window_span(at_ins),) if n_ins >= cfg.max_insertions else (),
                 f"extra phones heard: {n_ins} in {cfg.edit_window} edits"),
-        Finding("phone_error_rate", per, cfg.max_per, ((0.0, duration),) if per >= cfg.max_per else (),
+        Finding("phone_error_rate", per, per_limit, ((0.0, duration),) if per >= per_limit else (),
                 f"heard phones differ from the text: PER {per:.0%}"),
     ]
     return PhoneReport(tuple(findings), tuple(spans), tuple(scores), tuple(h[0] for h in hyp), metrics)

@@ -3,6 +3,7 @@
     python -m audiopd.eval.checker_bench --n 40 --out report.json              # flite teachers
     python -m audiopd.eval.checker_bench --voice joe --n 40 --out v.json   # the voice's own output
     python -m audiopd.eval.checker_bench --voice joe --teacher --n 40          # its teacher, its thresholds
+    python -m audiopd.eval.checker_bench --voice natural --words 2-6 --min-seconds 0.6   # short sentences
 
 Clean clips (``audiopd.eval.bench_clips``) are either flite renderings (voices slt, rms, awb, kal16,
 round-robin) or, with ``--voice``, that voice's own parallel output (its speakers round-robin) of the same
@@ -295,6 +296,9 @@ def main(argv: list[str] | None = None) -> int:
                          "voice's thresholds")
     ap.add_argument("--outside", action="store_true", help="also judge flite clips by outside ASR (on for --voice)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads for decoding (default: 1)")
+    ap.add_argument("--words", default=None, metavar="MIN-MAX",
+                    help="sentences of MIN to MAX words (default 7-22); e.g. 2-6 calibrates short clips")
+    ap.add_argument("--min-seconds", type=float, default=2.0, help="shortest clean clip kept (default 2.0)")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     if args.n < 2:
@@ -304,6 +308,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.teacher and args.voice is None:
         ap.error("--teacher needs --voice (whose teachers speak, checked with its thresholds)")
     kinds = tuple(k for k in args.kinds.split(",") if k) or None
+    if args.min_seconds < 0:
+        ap.error("--min-seconds must be >= 0")
+    sentences = None
+    if args.words is not None:
+        lo, _, hi = args.words.partition("-")
+        if not (lo.isdigit() and hi.isdigit() and 1 <= int(lo) <= int(hi)):
+            ap.error(f"--words must be MIN-MAX with 1 <= MIN <= MAX, not {args.words!r}")
+        if args.voice is None:
+            ap.error("--words needs --voice (flite clips always use the 7-22 word sentences)")
+        sentences = load_sentences(args.split, min_words=int(lo), max_words=int(hi))
     from audiopd.errors import AudiopdError
 
     try:
@@ -320,7 +334,8 @@ def main(argv: list[str] | None = None) -> int:
         judge = judging.from_args(args, threads=args.threads) if outside else None
         report = run_bench(args.n, args.split, args.checker_asr, progress=not args.quiet, kinds=kinds,
                            offset=args.offset, tts=tts, voice_name=args.voice, seed=args.seed, batch=args.batch,
-                           outside=outside, judge=judge, listener=args.recognizer, teachers=teachers)
+                           outside=outside, judge=judge, listener=args.recognizer, teachers=teachers,
+                           sentences=sentences, min_seconds=args.min_seconds)
     except AudiopdError as exc:  # a missing or broken voice, a bad checker.yaml
         print(f"{ap.prog}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2

@@ -101,3 +101,32 @@ def test_densest_counts_edits_in_a_window_even_when_matches_break_the_run() -> N
     assert densest(ops, "del", 6) == (0, 0)
     assert densest([], "ins", 6) == (0, 0)
     assert densest(ops[:2], "ins", 6) == (1, 0)  # a window wider than the clip is the whole clip
+
+
+def test_per_limit_grows_on_short_clips_only_with_slack() -> None:
+    flat = PhoneCheckConfig(window_s=0.1, max_window_gap=2.0, max_deletions=3, max_insertions=3, max_per=0.5)
+    assert flat.per_limit(5) == flat.per_limit(300) == 0.5  # no slack: one limit for every clip
+    slack = PhoneCheckConfig(window_s=0.1, max_window_gap=2.0, max_deletions=3, max_insertions=3, max_per=0.5,
+                             per_full_phones=30, short_per_slack=0.35)
+    assert slack.per_limit(30) == slack.per_limit(90) == 0.5
+    assert slack.per_limit(13) == pytest.approx(0.5 + 0.35 * ((30 / 13) ** 0.5 - 1))
+    assert 0.5 < slack.per_limit(25) < slack.per_limit(13) < slack.per_limit(9) < 0.8
+
+
+def test_a_short_clip_with_a_few_misheard_phones_passes_only_with_the_short_clip_slack() -> None:
+    labels = [1, 2, 3, 4, 5, 6, 7, 1, 2, 3, 4, 5]  # 12 phones
+    heard = [6, 2, 3, 1, 5, 6, 4, 1, 2, 7, 4, 3, 2]  # 6 substituted, one extra: PER 7/12 = 0.58
+    base = dict(window_s=0.1, max_window_gap=99.0, max_deletions=12, max_insertions=12, max_per=0.5)
+    rep = check_phones(posteriors(speak(heard)), labels, 0.02, PhoneCheckConfig(**base))
+    per = rep.metrics["phone_error_rate"]
+    assert 0.5 <= per < 0.65
+    assert [f.name for f in rep.findings if f.failed] == ["phone_error_rate"]
+    rep = check_phones(posteriors(speak(heard)), labels, 0.02,
+                       PhoneCheckConfig(**base, per_full_phones=30, short_per_slack=0.35))
+    assert not [f.name for f in rep.findings if f.failed]
+    f = next(f for f in rep.findings if f.name == "phone_error_rate")
+    assert f.value == per and f.threshold == pytest.approx(0.5 + 0.35 * ((30 / 12) ** 0.5 - 1))
+    # A clip whose phones are all wrong still fails: the slack is bounded.
+    wrong = check_phones(posteriors(speak([7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6])), labels, 0.02,
+                         PhoneCheckConfig(**base, per_full_phones=30, short_per_slack=0.35))
+    assert "phone_error_rate" in [f.name for f in wrong.findings if f.failed]

@@ -73,6 +73,8 @@ def test_overrides_apply_over_the_defaults(voice_dir) -> None:
     ("asr: true\n", "asr must be str"),
     ("asr: sometimes\n", "CheckerConfig.asr must be one of"),
     ("max_wer: 0\n", "max_wer must be > 0"),
+    ("short_per_slack: -0.1\n", "short_per_slack must be >= 0"),
+    ("per_full_phones: 0\n", "per_full_phones >= 1"),
     ("- min_window_score\n", "expected a mapping"),
     ("min_window_score: [\n", "not valid YAML"),
 ])

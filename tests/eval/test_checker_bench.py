@@ -251,3 +251,20 @@ def test_main_teacher_needs_a_voice_with_natural_teachers(voice_dir, capsys) -> 
     assert main(["--voice", DEFAULT_VOICE, "--teacher", "--n", "2", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "are not natural teachers" in err and "alice" in err
+
+
+@pytest.mark.skipif(not FORTUNE_DIR.is_dir(), reason="needs Debian fortunes")
+def test_main_words_picks_short_sentences_and_min_seconds_keeps_short_clips(voice_dir, tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr("audiopd.checker.sphinx.recognize", lambda audio, rate: "nothing like it")
+    out = tmp_path / "short.json"
+    assert main(["--voice", str(voice_dir), "--n", "3", "--kinds", "clean", "--checker-asr", "never", "--quiet",
+                 "--words", "2-4", "--min-seconds", "0", "--out", str(out), "--asr", "pocketsphinx", "--no-mos"]) == 0
+    texts = [c["text"] for c in json.loads(out.read_text())["clips"]]
+    assert len(texts) == 3 and all(2 <= len(t.split()) <= 4 for t in texts)
+
+
+@pytest.mark.parametrize("words", ["6-2", "0-3", "x", "3"])
+def test_main_rejects_a_bad_words_range(voice_dir, capsys, words: str) -> None:
+    with pytest.raises(SystemExit):
+        main(["--voice", str(voice_dir), "--n", "2", "--words", words, "--quiet"])
+    assert "--words must be MIN-MAX" in capsys.readouterr().err

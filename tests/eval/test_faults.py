@@ -68,4 +68,15 @@ def test_bad_arguments() -> None:
     with pytest.raises(ValueError, match="unknown fault"):
         inject("explode", _clip(), SR, 0)
     with pytest.raises(ValueError, match="too short"):
-        inject("skip", _clip(0.5), SR, 0)
+        inject("skip", _clip(0.2), SR, 0)
+
+
+@pytest.mark.parametrize("kind", ["skip", "repeat", "silence", "noise"])
+def test_a_short_clip_gets_a_shorter_span_inside_its_speech(kind: str) -> None:
+    """A 1 s sentence cannot hold 0.4-1.0 s spans with margins; the span shrinks to 80% of the speech region."""
+    x = _clip(0.6)
+    _, lo, hi = speech_region(x, SR)
+    y, f = inject(kind, x, SR, seed=1)
+    span = {"skip": len(x) - len(y), "repeat": len(y) - len(x)}.get(kind, round((f.end - f.start) * SR))
+    assert 0.2 * SR <= span <= 0.8 * (hi - lo) + 2
+    assert lo / SR <= f.start and f.end <= hi / SR + 0.8 * (hi - lo) / SR
