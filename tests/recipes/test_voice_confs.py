@@ -41,9 +41,11 @@ def test_joes_checker_thresholds_load_and_ship() -> None:
 
 
 def test_the_natural_voices_checker_thresholds_load_and_ship() -> None:
-    # joe's values but the pause limit, calibrated on the voice's output and its teachers' (the file's comments).
+    # joe's values but the pause limit and the short-clip PER slack, calibrated on the voice's output and its
+    # teachers' (the file's comments).
     cfg = parse_checker_file(CONF / "checker_natural.yaml")
     joe = parse_checker_file(CONF / "checker_joe.yaml")
-    assert cfg.max_internal_silence_s == 0.5 and dataclasses.replace(cfg, max_internal_silence_s=0.45) == joe
+    assert cfg.max_internal_silence_s == 0.5 and cfg.short_per_slack == 0.25 and joe.short_per_slack == 0
+    assert dataclasses.replace(cfg, max_internal_silence_s=0.45, short_per_slack=0.0) == joe
     shipped = CONF.parents[2] / "voices" / "natural" / "checker.yaml"
     assert shipped.read_text(encoding="utf-8") == (CONF / "checker_natural.yaml").read_text(encoding="utf-8")
