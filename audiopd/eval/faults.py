@@ -16,10 +16,10 @@ Fault kinds:
 - ``noise``: add 0.3-0.5 s of white noise 0-6 dB louder than the speech's active RMS.
 - ``truncate``: cut the last 25-40% of the audio.
 - ``pause``: insert 2.5 s of silence inside the speech region.
+- ``swap``: the audio of a different sentence (``other`` must be given).
 
 On a clip whose speech region cannot hold the drawn span of ``skip``, ``repeat``, ``silence`` or ``noise`` (a 1-2
-s sentence), the span shrinks to 80% of the region (never below 0.2 s).
-- ``swap``: the audio of a different sentence (``other`` must be given).
+s sentence), the span shrinks to 80% of the region (never below 0.2 s); on 2 s of speech and more nothing changes.
 """
 
 from __future__ import annotations
@@ -132,7 +132,8 @@ def inject(
     ranges = {"skip": (0.4, 0.8), "repeat": (0.4, 0.8), "silence": (0.5, 1.0), "noise": (0.3, 0.5)}
     dur = float(rng.uniform(*ranges[kind]))
     # A short clip (a 1-2 s sentence) may not hold the drawn span: the fault takes at most 80% of the speech
-    # region instead, so short clips are benchmarked too; clips that hold it are unchanged.
+    # region instead, so short clips are benchmarked too; a region of 1.25x the span or more (every clip of 2 s
+    # and more speech) is unchanged.
     room = int(0.8 * (hi - lo - 2 * hop))
     if room < int(round(dur * sr)) and room >= int(round(_MIN_SHORT_S * sr)):
         dur = room / sr
