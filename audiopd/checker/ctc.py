@@ -92,13 +92,13 @@ class PhoneCheckConfig:
     max_insertions: int
     max_per: float
     edit_window: int = 12
-    # A rate over few phones is noisy: below ``per_full_phones`` the PER limit grows as the rate's sampling noise
-    # does, ``max_per + short_per_slack * (sqrt(per_full_phones / n) - 1)`` (0 slack: one limit for every clip).
     per_full_phones: int = 30
     short_per_slack: float = 0.0
 
     def per_limit(self, n_phones: int) -> float:
-        """The phone error rate at which a clip of ``n_phones`` intended phones fails."""
+        """The phone error rate at which a clip of ``n_phones`` intended phones fails: ``max_per``, raised below
+        ``per_full_phones`` by ``short_per_slack * (sqrt(per_full_phones / n) - 1)`` as a rate over few phones
+        gets noisier (0 slack: one limit for every clip)."""
         return self.max_per + self.short_per_slack * max(0.0, math.sqrt(self.per_full_phones / max(1, n_phones)) - 1)
 
 

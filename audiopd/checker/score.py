@@ -264,7 +264,7 @@ def _ctc_checks(audio: np.ndarray, sample_rate: int, text: str,
     rep = check_phones(logp, [lbl for lbl, _ in pairs], model.frame_s,
                        PhoneCheckConfig(cfg.ctc_window_s, cfg.max_ctc_gap, cfg.max_phone_deletions,
                                         cfg.max_phone_insertions, cfg.max_per, cfg.phone_edit_window,
-                                        cfg.per_full_phones, cfg.short_per_slack))
+                                        per_full_phones=cfg.per_full_phones, short_per_slack=cfg.short_per_slack))
     bad = [s for f in rep.findings if f.failed for s in f.spans]
     token_to_phone = {tok: k for k, (_, tok) in enumerate(pairs)}
     out = []
