@@ -262,9 +262,11 @@ def _ctc_checks(audio: np.ndarray, sample_rate: int, text: str,
     pairs = labels_of_ids(ph.ids)
     logp = model.posteriors(audio, sample_rate)
     rep = check_phones(logp, [lbl for lbl, _ in pairs], model.frame_s,
-                       PhoneCheckConfig(cfg.ctc_window_s, cfg.max_ctc_gap, cfg.max_phone_deletions,
-                                        cfg.max_phone_insertions, cfg.max_per, cfg.phone_edit_window,
-                                        per_full_phones=cfg.per_full_phones, short_per_slack=cfg.short_per_slack))
+                       PhoneCheckConfig(window_s=cfg.ctc_window_s, max_window_gap=cfg.max_ctc_gap,
+                                        max_deletions=cfg.max_phone_deletions,
+                                        max_insertions=cfg.max_phone_insertions, max_per=cfg.max_per,
+                                        edit_window=cfg.phone_edit_window, per_full_phones=cfg.per_full_phones,
+                                        short_per_slack=cfg.short_per_slack))
     bad = [s for f in rep.findings if f.failed for s in f.spans]
     token_to_phone = {tok: k for k, (_, tok) in enumerate(pairs)}
     out = []
