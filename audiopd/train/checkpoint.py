@@ -100,6 +100,41 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
     return path
 
 
+def checkpoints_up_to(checkpoint: Path, n: int) -> list[Path]:
+    """The ``n`` complete checkpoints of ``checkpoint``'s run that end with it, oldest first (ArtifactError when the
+    run keeps fewer)."""
+    checkpoint = Path(checkpoint)
+    if n < 1:
+        raise ArtifactError(f"the number of checkpoints to average must be >= 1, got {n}")
+    done = sorted(p for p in checkpoint.parent.glob("step_*")
+                  if (p / "state.json").is_file() and p.name <= checkpoint.name)
+    if len(done) < n:
+        raise ArtifactError(f"{checkpoint.parent} keeps {len(done)} checkpoint(s) up to {checkpoint.name}, "
+                            f"fewer than the {n} to average")
+    return done[-n:]
+
+
+def average_weights(checkpoints: list[Path]) -> dict[str, torch.Tensor]:
+    """The element-wise mean of the checkpoints' model weights (floating tensors; others from the last one).
+
+    Averaging the last few checkpoints of a run, as Vaswani et al. 2017 (sec. 6.1) did for the Transformer,
+    smooths the noise of the last steps' updates; the checkpoints must be of one model (same names and shapes)."""
+    if not checkpoints:
+        raise ArtifactError("no checkpoints to average")
+    total: dict[str, torch.Tensor] = {}
+    for path in checkpoints:
+        weights = load_file(str(Path(path) / "model.safetensors"))
+        if total and (weights.keys() != total.keys()
+                      or any(weights[k].shape != total[k].shape for k in total)):
+            raise ArtifactError(f"{path}: its weights do not match {checkpoints[0]}'s (names or shapes)")
+        for k, v in weights.items():
+            if v.is_floating_point():
+                total[k] = total[k] + v.double() if k in total else v.double()
+            else:
+                total[k] = v
+    return {k: (v / len(checkpoints)).float() if v.is_floating_point() else v for k, v in total.items()}
+
+
 def read_state(path: Path) -> dict[str, Any]:
     state = json.loads((Path(path) / "state.json").read_text())
     if state.get("format_version") != CHECKPOINT_FORMAT_VERSION:

@@ -30,7 +30,8 @@ from audiopd.model.voice import (
     parse_checker_text,
     save_voice,
 )
-from audiopd.train.checkpoint import latest_checkpoint, read_state, speaker_tables
+from audiopd.train.checkpoint import (average_weights, checkpoints_up_to, latest_checkpoint, read_state,
+                                      speaker_tables)
 
 
 def stamp_codec(info: VoiceInfo, codec: str | Path | None = None) -> VoiceInfo:
@@ -138,7 +139,7 @@ def parse_smoothing(text: str) -> dict[str, float]:
 def export_voice(source: str | Path, out_dir: str | Path, *, checker: str | Path | None = None,
                  codec: str | Path | None = None, speakers: tuple[str, ...] | None = None,
                  dtype: str = "float32", smoothing: dict[str, float] | None = None,
-                 parallel_steps: int | None = None, weak_forms: bool = False) -> Path:
+                 parallel_steps: int | None = None, weak_forms: bool = False, average: int = 1) -> Path:
     """``source``: a run directory (its latest checkpoint) or one checkpoint directory.
 
     ``checker``: a YAML file of CheckerConfig fields to ship as the voice's ``checker.yaml``.
@@ -150,6 +151,8 @@ def export_voice(source: str | Path, out_dir: str | Path, *, checker: str | Path
     None or 0 = the engine's default.
     ``weak_forms``: the run trained on shards relabelled with weak forms (recipes/natural/05_weak_forms.py), so the
     voice must be spoken to the same way (``VoiceInfo.weak_forms``).
+    ``average``: ship the mean of the run's last ``average`` checkpoints up to the chosen one
+    (``checkpoint.average_weights``); 1 ships that checkpoint as it is.
     """
     source = Path(source)
     ck = source if (source / "state.json").is_file() else latest_checkpoint(source)
@@ -161,7 +164,8 @@ def export_voice(source: str | Path, out_dir: str | Path, *, checker: str | Path
     if not info.teachers:
         names, teachers = person_names(info.voices)
         info = dataclasses.replace(info, voices=names, teachers=teachers)
-    weights = load_file(str(ck / "model.safetensors"))
+    averaged = checkpoints_up_to(ck, average) if average != 1 else [ck]
+    weights = average_weights(averaged) if len(averaged) > 1 else load_file(str(ck / "model.safetensors"))
     if speakers is not None:
         weights, info, mcfg = keep_speakers(weights, info, mcfg, tuple(speakers))
     if smoothing is not None:
@@ -182,6 +186,8 @@ def export_voice(source: str | Path, out_dir: str | Path, *, checker: str | Path
         out_dir.mkdir(parents=True, exist_ok=True)
         write_text_atomic(out_dir / CHECKER_FILE, text)
     trained = {"step": state["step"], "checkpoint": ck.name}
+    if len(averaged) > 1:
+        trained["averaged"] = [p.name for p in averaged]
     if state.get("init_from"):  # a fine-tuning run: its steps count from the weights it started with
         trained["init_from"] = state["init_from"]
     return save_voice(model, out_dir, extra=trained, dtype=dtype)
@@ -206,13 +212,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--weak-forms", action="store_true",
                     help="the run trained on weak-form labels (recipes/natural/05_weak_forms.py): the voice's "
                          "frontend uses them too")
+    ap.add_argument("--average", type=int, default=1, metavar="N",
+                    help="ship the mean of the last N checkpoints up to the chosen one (default 1: that one)")
     args = ap.parse_args(argv)
     speakers = None if args.speakers is None else tuple(s.strip() for s in args.speakers.split(",") if s.strip())
     try:
         smoothing = None if args.smooth_frames is None else parse_smoothing(args.smooth_frames)
         path = export_voice(args.source, args.out, checker=args.checker, codec=args.codec, speakers=speakers,
                             dtype=args.dtype, smoothing=smoothing, parallel_steps=args.parallel_steps,
-                            weak_forms=args.weak_forms)
+                            weak_forms=args.weak_forms, average=args.average)
     except AudiopdError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

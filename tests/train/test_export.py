@@ -238,3 +238,31 @@ def test_export_records_the_voices_own_step_budget(shard_dir: Path, tmp_path: Pa
     write_checksums(out)
     with pytest.raises(ArtifactError, match="parallel_steps must be int"):
         load_voice(out)
+
+
+def test_export_averages_the_last_checkpoints(shard_dir: Path, tmp_path: Path) -> None:
+    from safetensors.torch import load_file
+
+    from audiopd.train.checkpoint import checkpoints_up_to, latest_checkpoint
+
+    train(tiny_train_config(max_steps=3, ckpt_every=1, keep_checkpoints=3), shard_dir, tmp_path / "run")
+    last = latest_checkpoint(tmp_path / "run")
+    kept = checkpoints_up_to(last, 3)
+    assert [p.name for p in kept] == ["step_00000001", "step_00000002", "step_00000003"]
+    out = export_voice(tmp_path / "run", tmp_path / "voice", average=3)
+    model = load_voice(out)
+    weights = [load_file(str(p / "model.safetensors")) for p in kept]
+    changed = 0
+    for k, v in model.state_dict().items():
+        if v.is_floating_point():
+            mean = sum(w[k].double() for w in weights) / 3
+            assert torch.allclose(v.double(), mean, atol=1e-6), k
+            changed += not torch.equal(weights[-1][k], v)
+    assert changed, "the average must differ from the last checkpoint somewhere"
+    assert yaml.safe_load((out / "config.yaml").read_text())["training"]["averaged"] == [p.name for p in kept]
+    # the chosen checkpoint ends the window, and a run that keeps too few is refused
+    assert [p.name for p in checkpoints_up_to(kept[1], 2)] == ["step_00000001", "step_00000002"]
+    with pytest.raises(ArtifactError, match="fewer than the 4"):
+        export_voice(tmp_path / "run", tmp_path / "bad", average=4)
+    with pytest.raises(ArtifactError, match=">= 1"):
+        export_voice(tmp_path / "run", tmp_path / "bad", average=0)
