@@ -164,8 +164,8 @@ def export_voice(source: str | Path, out_dir: str | Path, *, checker: str | Path
     if not info.teachers:
         names, teachers = person_names(info.voices)
         info = dataclasses.replace(info, voices=names, teachers=teachers)
-    averaged = checkpoints_up_to(ck, average) if average != 1 else [ck]
-    weights = average_weights(averaged) if len(averaged) > 1 else load_file(str(ck / "model.safetensors"))
+    averaged = checkpoints_up_to(ck, average) if average != 1 else []  # N < 1 or too few kept: refused there
+    weights = average_weights(averaged) if averaged else load_file(str(ck / "model.safetensors"))
     if speakers is not None:
         weights, info, mcfg = keep_speakers(weights, info, mcfg, tuple(speakers))
     if smoothing is not None:
@@ -186,7 +186,7 @@ def export_voice(source: str | Path, out_dir: str | Path, *, checker: str | Path
         out_dir.mkdir(parents=True, exist_ok=True)
         write_text_atomic(out_dir / CHECKER_FILE, text)
     trained = {"step": state["step"], "checkpoint": ck.name}
-    if len(averaged) > 1:
+    if averaged:
         trained["averaged"] = [p.name for p in averaged]
     if state.get("init_from"):  # a fine-tuning run: its steps count from the weights it started with
         trained["init_from"] = state["init_from"]
