@@ -26,7 +26,8 @@ _LAZY = {"Synthesizer": "audiopd.pipeline", "Result": "audiopd.synthesis.result"
 def load(voice=None, *, runtime: str = "torch", **kwargs):
     """Load a voice for synthesis: ``audiopd.pipeline.load`` with ``runtime="torch"`` (the default), or the
     torch-free NumPy path (``audiopd.lite.synth.load``) with "numpy" (refusing what it cannot serve) or "auto"
-    (NumPy where it can, torch for the rest). Keyword arguments: ``codec``, ``decoder``, ``config``."""
+    (NumPy where it can, torch for the rest). Keyword arguments: ``codec``, ``decoder``, ``config``, ``precision``
+    (torch's per-call dtype: "auto", "float32" or "bfloat16"; ``audiopd.model.precision``)."""
     if runtime == "torch":
         from audiopd.pipeline import load as torch_load
 

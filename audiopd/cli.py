@@ -306,7 +306,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             raise UsageError(f"--json {target} is a directory, not a file name")
         check_writable_dir(target.parent)
     t0 = time.perf_counter()
-    tts, speaker = _load_voice(args.voice, decoder=args.decoder)
+    tts, speaker = _load_voice(args.voice, decoder=args.decoder, precision=args.precision)
     return run_command(tts, speaker, args, load_s=time.perf_counter() - t0)
 
 

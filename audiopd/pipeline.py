@@ -28,6 +28,7 @@ from audiopd import timing
 from audiopd.artifacts import DEFAULT_VOICE
 from audiopd.codec.base import Codec
 from audiopd.errors import ArtifactError
+from audiopd.model.precision import for_inference, precision_name, resolve_precision
 from audiopd.synthesis.auto import Checker, Item, Renderer
 from audiopd.synthesis.config import (  # noqa: F401  (the facade's settings, torch-free, re-exported from here)
     ATTENTION_WINDOW,
@@ -57,8 +58,11 @@ class Synthesizer(VoiceFacade):
     runtime = "torch"  # the torch-free path is audiopd.lite.synth.LiteSynthesizer (runtime "numpy")
 
     def __init__(self, model, codec: Codec, *, config: SynthesisConfig | None = None,
-                 cost: CostModel | None = None, checker: Checker | None = None) -> None:
-        self.model = model.eval()
+                 cost: CostModel | None = None, checker: Checker | None = None, precision: str = "auto") -> None:
+        # The per-call networks' dtype (audiopd.model.precision): bfloat16 where the CPU computes it natively.
+        dtype = resolve_precision(precision)
+        self.precision = precision_name(dtype)
+        self.model = for_inference(model, dtype).eval()
         self.codec = codec
         self.config = config or voice_config(model)
         self.config.validate()
@@ -71,7 +75,7 @@ class Synthesizer(VoiceFacade):
         check_compatible(model, codec)
         # Each speaker's codec view (the voice's mel refiner, its own blur: VoiceInfo.smooth_frames), built now so
         # that a codec that cannot apply them fails at load time, not at the first sentence.
-        self._speaker_codecs = _speaker_codecs(model, codec)
+        self._speaker_codecs = _speaker_codecs(self.model, codec)
 
     def codec_for(self, speaker: int) -> Codec:
         """The codec that decodes speaker ``speaker``'s tokens: ``codec`` through the voice's mel refiner and blur."""
@@ -129,7 +133,7 @@ class Synthesizer(VoiceFacade):
         meta = {"voice": self._speaker_name(speaker), "seed": seed, "requested_mode": mode, "speed": speed,
                 "time_budget_s": time_budget_s, "cost_model": self.cost.source, "warnings": warnings,
                 "checker": checker_kind, "check_level": check_level if checking else None, "codec": self.codec.name,
-                "decoder": self.codec.decoder, "runtime": "torch"}
+                "decoder": self.codec.decoder, "runtime": "torch", "precision": self.precision}
         return [assemble_result(chunk_items, outcomes, meta, wall, sample_rate=self.sample_rate,
                                 frame_rate=self.frame_rate, join=self.config.join) for chunk_items in per_text]
 
@@ -216,9 +220,10 @@ def _speaker_codecs(model, codec: Codec) -> dict[int, Codec]:
 
 
 def load(voice: str | Path | Any | None = None, *, codec: str | Path | Codec | None = None,
-         decoder: str | None = None, config: SynthesisConfig | None = None) -> Synthesizer:
+         decoder: str | None = None, config: SynthesisConfig | None = None, precision: str = "auto") -> Synthesizer:
     """Load a voice (a shipped name, a directory path such as ./myvoice, or a VoiceModel) and the codec it names;
-    ``decoder`` picks the codec's decoder (e.g. "hq" or "fast"; None = the codec's default, "default" too)."""
+    ``decoder`` picks the codec's decoder (e.g. "hq" or "fast"; None = the codec's default, "default" too);
+    ``precision`` the per-call networks' dtype (``audiopd.model.precision``: "auto", "float32" or "bfloat16")."""
     from audiopd.codec import load_codec
     from audiopd.model.voice import VoiceModel, load_voice
 
@@ -232,4 +237,4 @@ def load(voice: str | Path | Any | None = None, *, codec: str | Path | Codec | N
         codec = load_codec(codec, decoder=decoder)
     else:
         codec.select_decoder(decoder)
-    return Synthesizer(model, codec, config=config)
+    return Synthesizer(model, codec, config=config, precision=precision)

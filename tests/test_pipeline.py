@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
+import torch
 from voice_fixtures import FRAMES_PER_TOKEN, HOP, expected_samples, tiny_voice
 
 import audiopd
@@ -400,3 +401,20 @@ def test_a_long_texts_chunks_are_decoded_apart_in_parallel_mode_only(tts, monkey
     parallel = tts_chunked.synthesize(text, mode="parallel", seed=0)
     assert len(sizes) == 2 and all(len(s) == 1 for s in sizes)
     assert parallel.audio.size == serial.audio.size
+
+
+@pytest.mark.parametrize("mode", ["parallel", "serial"])
+def test_a_bfloat16_facade_speaks_like_float32s_and_says_so(artifacts, mode: str) -> None:
+    from audiopd.model.voice import load_voice
+
+    model = load_voice(DEFAULT_VOICE)
+    f32 = audiopd.load(model, precision="float32")
+    bf16 = audiopd.load(model, precision="bfloat16")
+    assert f32.model is model and bf16.model is not model  # the caller's model keeps its float32 weights
+    assert {p.dtype for p in model.masked.parameters()} == {torch.float32}
+    a = f32.synthesize(TEXT, mode=mode, seed=1, check=False)
+    b = bf16.synthesize(TEXT, mode=mode, seed=1, check=False)
+    assert (a.report["precision"], b.report["precision"]) == ("float32", "bfloat16")
+    assert b.audio.dtype == np.float32 and b.audio.size == a.audio.size and np.isfinite(b.audio).all()
+    with pytest.raises(ValueError, match="precision must be one of"):
+        audiopd.load(model, precision="half")

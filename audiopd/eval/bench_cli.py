@@ -24,6 +24,7 @@ from audiopd.eval.bench import (
     run_bench,
 )
 from audiopd.eval.bench_stages import StagesConfig
+from audiopd.synthesis.config import PRECISIONS
 
 
 def _pair(cell: dict, key: str, fmt: str = "{}") -> str:
@@ -80,6 +81,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--auto", action="store_true", help="also time the checked auto mode at batch 1")
     p.add_argument("--threads", type=int, default=None, metavar="N",
                    help="torch threads (default: torch's choice, as for audiopd say and serve)")
+    p.add_argument("--precision", choices=PRECISIONS, default="auto",
+                   help="torch's per-call dtype (audiopd.model.precision; default: auto, bfloat16 where the CPU "
+                        "computes it natively); the peers audiopd:float32 and audiopd:bfloat16 time the others")
     p.add_argument("--json", default=None, metavar="OUT.json", help="write the full report as JSON")
     p.add_argument("--peers", default=None, metavar="SYSTEM:VOICE,...",
                    help="also time natural peers on the same texts and threads, e.g. kokoro:af_heart,piper:joe "
@@ -144,7 +148,7 @@ def run_command(tts, speaker: str | None, args: argparse.Namespace, *, load_s: f
     if peers:
         report["peers"] = {"load_s": load_s, "threads": torch.get_num_threads()}
     print(f"voice {report['voice']} (speaker {report['speaker']}), codec {report['codec']}, "
-          f"{report['torch_threads']} torch thread(s), {cfg.repeats} repeats, medians; "
+          f"{report['torch_threads']} torch thread(s) in {report['precision']}, {cfg.repeats} repeats, medians; "
           f"RTF = wall / audio seconds of the whole batch; {report['total_wall_s']:.0f} s")
     print(markdown_table(report))
     if peers:

@@ -12,7 +12,8 @@ text: ``over_parallel`` = peer wall / parallel wall (> 1: parallel is that many 
 
 ``audiopd:numpy`` (or ``audiopd:torch``) is the benched voice and speaker itself on that runtime
 (``audiopd.load(runtime=...)``), in parallel mode with the bench's seed and steps and no check: the torch-free
-path timed in the same rounds as the torch modes and the peers.
+path timed in the same rounds as the torch modes and the peers. ``audiopd:float32`` and ``audiopd:bfloat16`` are
+the voice on torch at that per-call dtype (``audiopd.model.precision``), to time it against the bench's own.
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ from pathlib import Path
 from typing import Any
 
 
+# The benched voice as a peer: audiopd:<runtime>, or audiopd:<precision> on torch.
+RUNTIME_PEERS = ("numpy", "torch", "float32", "bfloat16")
+
+
 class RuntimePeer:
     """The benched voice's speaker on another runtime (``audiopd:numpy``), answering like a peer."""
 
@@ -32,7 +37,10 @@ class RuntimePeer:
         import audiopd
 
         self.name = f"audiopd:{runtime}"
-        self.tts = audiopd.load(voice, runtime=runtime)
+        if runtime in RUNTIME_PEERS[2:]:  # a precision: torch computing in that dtype
+            self.tts = audiopd.load(voice, runtime="torch", precision=runtime)
+        else:
+            self.tts = audiopd.load(voice, runtime=runtime)
         self.sample_rate = self.tts.sample_rate
         self.speaker, self.steps, self.seed = speaker, steps, seed
         _limit_blas_threads(threads)
@@ -69,8 +77,9 @@ def load_peers(names: str, threads: int, log=None, *, voice: str | Path | None =
         raise AudiopdError(f"peer {own[0]!r}: the benched voice was not loaded from an artifact directory")
     for name in own:
         runtime = name.split(":", 1)[1]
-        if runtime not in ("numpy", "torch"):
-            raise AudiopdError(f"peer {name!r}: the benched voice runs on audiopd:numpy or audiopd:torch")
+        if runtime not in RUNTIME_PEERS:
+            raise AudiopdError(f"peer {name!r}: the benched voice runs as "
+                               + ", ".join(f"audiopd:{r}" for r in RUNTIME_PEERS))
         t0 = time.perf_counter()
         peers[name] = RuntimePeer(runtime, voice, speaker, steps=steps, seed=seed, threads=threads)
         load_s[name] = round(time.perf_counter() - t0, 3)

@@ -140,6 +140,7 @@ def run_stages(tts, cfg: StagesConfig | None = None, *, speaker: str | None = No
         "voice": voice_name, "codec": tts.codec.name, "decoder": tts.codec.decoder,
         "speaker": tts.voices[spk] if spk < len(tts.voices) else spk, "lengths": list(cfg.lengths),
         "repeats": cfg.repeats, "seed": cfg.seed, "steps": cfg.steps, "torch_threads": torch.get_num_threads(),
+        "precision": getattr(tts, "precision", "float32"),
         "modes": cells, "first_call_ms": first_ms, "stage_order": list(timing.ORDER),
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
         "python": platform.python_version(), "torch": torch.__version__,
@@ -190,8 +191,8 @@ def print_report(report: dict[str, Any], out: Callable[[str], None] = print) -> 
     first = ", ".join(f"{m} {ms:.0f} ms" for m, ms in report["first_call_ms"].items())
     load = "" if report.get("load_s") is None else f"loading the voice {report['load_s']:.2f} s (imports included); "
     out(f"voice {report['voice']} (speaker {report['speaker']}), codec {report['codec']} ({report['decoder']} "
-        f"decoder), {report['torch_threads']} torch thread(s), batch 1, the median call of {report['repeats']} "
-        "repeats; "
+        f"decoder), {report['torch_threads']} torch thread(s) in {report['precision']}, batch 1, the median call of "
+        f"{report['repeats']} repeats; "
         f"{load}first call (warm-up, not in the tables): {first or 'not run'}")
     for mode in TABLE_MODES:
         if mode in report["modes"]:

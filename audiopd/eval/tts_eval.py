@@ -67,6 +67,7 @@ from audiopd.eval.heldout import (  # also imported from here by callers and tes
     teacher_audio,
 )
 from audiopd.lite import RUNTIMES
+from audiopd.synthesis.config import PRECISIONS
 from audiopd.text.wer import BROKEN_WER
 
 EVAL_MODES = ("parallel", "serial", "auto")
@@ -226,7 +227,7 @@ def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("par
     return {
         "auto": auto_summary(utts),
         "voice": voice_name, "codec": tts.codec.name, "decoder": tts.codec.decoder,
-        "runtime": getattr(tts, "runtime", "torch"),
+        "runtime": getattr(tts, "runtime", "torch"), "precision": getattr(tts, "precision", "float32"),
         "data": str(data), "n": len(sentences), "join": join, "split": split, "seed": seed, "steps": steps,
         "speed": speed, "batch": batch,
         "modes": modes, "peers": [p.name for p in peers],
@@ -291,6 +292,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_decoder_argument(p)
     p.add_argument("--runtime", choices=RUNTIMES, default="torch",
                    help="the voice's runtime (audiopd.load): torch, or the torch-free NumPy path (default: torch)")
+    p.add_argument("--precision", choices=PRECISIONS, default="auto",
+                   help="torch's per-call dtype (audiopd.model.precision; default: auto, bfloat16 where the CPU "
+                        "computes it natively)")
     p.add_argument("--n", type=int, default=40, help="held-out sentences per speaker (default: 40)")
     p.add_argument("--modes", default="parallel,serial", help="comma-separated of parallel, serial, auto")
     p.add_argument("--steps", type=int, default=None, metavar="K", help="level-0 step budget of parallel decoding")
@@ -321,7 +325,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise EvalInputError(f"--out {args.out} is a directory, not a file name")
         torch.set_num_threads(args.threads)
         judge = judging.from_args(args, threads=args.threads)
-        tts = audiopd.load(args.voice, decoder=args.decoder, runtime=args.runtime)
+        tts = audiopd.load(args.voice, decoder=args.decoder, runtime=args.runtime, precision=args.precision)
         peers = []
         if args.peers:
             from audiopd.eval.peers import load_peer, parse_peers

@@ -191,17 +191,18 @@ def _on_torch(result: Result, why: str) -> Result:
 
 
 def load(voice: str | Path | None = None, *, runtime: str = "auto", codec: str | Path | None = None,
-         decoder: str | None = None, config: SynthesisConfig | None = None):
+         decoder: str | None = None, config: SynthesisConfig | None = None, precision: str = "auto"):
     """``audiopd.load`` for ``runtime`` "numpy" (a ``LiteSynthesizer``, refusing what it cannot serve) or "auto"
     (a ``LiteSynthesizer`` that hands what it cannot serve to torch, or the torch facade itself when the voice or
-    codec needs torch: another decoder than ``fast``, a codec other than a mel codec)."""
+    codec needs torch: another decoder than ``fast``, a codec other than a mel codec). NumPy computes in float32;
+    ``precision`` is torch's (``audiopd.model.precision``), for whatever torch serves."""
     if runtime not in RUNTIMES:
         raise SynthesisOptionError(f"runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
 
     def on_torch():
         from audiopd.pipeline import load as torch_load
 
-        return torch_load(voice, codec=codec, decoder=decoder, config=config)
+        return torch_load(voice, codec=codec, decoder=decoder, config=config, precision=precision)
 
     if runtime == "torch" or not isinstance(voice, (str, Path, type(None))):
         if runtime == "numpy":

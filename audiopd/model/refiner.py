@@ -57,10 +57,12 @@ class MelRefiner(nn.Module):
 
     def forward(self, mel: Tensor, speakers: Tensor) -> Tensor:
         x = mel.transpose(1, 2)
-        h = self.inp(x) + self.speaker(speakers)[:, :, None]
+        # A bfloat16 copy (model.precision) runs its body in bfloat16; the residual stays in the input's float32,
+        # so rounding touches only the correction, not the mel it corrects.
+        h = self.inp(x.to(self.inp.weight.dtype)) + self.speaker(speakers)[:, :, None]
         for conv, norm in zip(self.body, self.norms):
             h = h + conv(nn.functional.gelu(norm(h)))
-        return (x + self.out(nn.functional.gelu(h))).transpose(1, 2)
+        return (x + self.out(nn.functional.gelu(h)).to(x.dtype)).transpose(1, 2)
 
     @torch.no_grad()
     def refine(self, mel: np.ndarray, speaker: int) -> np.ndarray:

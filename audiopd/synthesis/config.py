@@ -55,6 +55,8 @@ class AutoConfig:
 
 
 SPEED_RANGE = (0.25, 4.0)
+# torch's per-call dtype (audiopd.model.precision says what each does); named here, without torch, for the CLIs.
+PRECISIONS = ("auto", "float32", "bfloat16")
 
 
 class SynthesisOptionError(AudiopdError, ValueError):

@@ -132,4 +132,15 @@ def test_cli_bench_times_the_numpy_runtime_beside_torch(tmp_path, capsys):
 def test_cli_bench_refuses_an_unknown_runtime(tts, capsys):
     rc = main(["bench", "--lengths", "0.5", "--batch", "1", "--repeats", "1", "--peers", "audiopd:gpu"])
     err = capsys.readouterr().err
-    assert rc == 2 and "audiopd:numpy or audiopd:torch" in err and err.count("\n") == 1, err
+    assert rc == 2 and "audiopd:numpy, audiopd:torch, audiopd:float32, audiopd:bfloat16" in err, err
+    assert err.count("\n") == 1, err
+
+
+def test_cli_bench_times_the_other_precision_as_a_peer(tts, tmp_path, capsys):
+    out = tmp_path / "b.json"
+    rc = main(["bench", "--lengths", "0.5", "--batch", "1", "--repeats", "1", "--threads", "1",
+               "--precision", "bfloat16", "--peers", "audiopd:float32", "--json", str(out)])
+    assert rc == 0
+    mine = json.loads(out.read_text())["cells"][0]["peers"]["audiopd:float32"]
+    assert mine["rtf"] > 0 and mine["over_parallel"] > 0
+    assert "audiopd:float32 / parallel" in capsys.readouterr().out
