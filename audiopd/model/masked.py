@@ -71,14 +71,19 @@ class MaskedCodecTransformer(nn.Module):
         return out.view(*h.shape[:-1], n, c).transpose(-3, -2)
 
     def greedy(self, codes: Tensor, cond: FrameCondition, levels: Sequence[int], window: int = 0,
-               chunk: int = 512) -> Tensor:
+               chunk: int | None = None) -> Tensor:
         """``forward(...).argmax(-1)`` [B, len(levels), T], without ever holding the whole logits.
 
         A greedy fine pass needs only each row's best token, but its logits are B x T x n x C floats (57 MB for
         20 s and 7 levels) written out and read back: heads and argmax over ``chunk`` frames at a time stay in
-        cache (measured on that case: 34.7 -> 22.8 ms).
+        cache (measured on that case: 34.7 -> 22.8 ms). Default ``chunk``: 512 frames in float32, 128 in bfloat16,
+        whose heads are half the bytes to re-read per chunk but whose logits are widened before the argmax (15 fine
+        levels of voices/natural, 2 threads: float32 25.0 / 49.9 ms at 427 / 861 frames with 512, 30.2 / 58.1 with
+        128; bfloat16 20.3 / 44.8 with 512, 19.9 / 35.5 with 128).
         """
         h = self.hidden(codes, cond, min(levels), window)
+        if chunk is None:
+            chunk = 512 if h.dtype == torch.float32 else 128
         b, t, d = h.shape
         flat = h.reshape(b * t, d)
         out = torch.empty(b * t, len(levels), dtype=torch.long, device=h.device)
