@@ -2,9 +2,10 @@
 arithmetic of its own.
 
 Why: a synthesis of 5 s spends about half its time in the masked model's passes (``audiopd bench --stages``), most
-of it in GEMMs; on a CPU with AVX512-BF16 or AMX, oneDNN runs those GEMMs in bfloat16 at about twice float32's
-rate (the fine pass's heads: 12.9 -> 7.3 ms at 5 s, samples/measured.md, "bfloat16"). A CPU without those
-instructions emulates bfloat16 more slowly than float32, so ``"auto"`` asks the CPU first.
+of it in GEMMs; on a CPU with AVX512-BF16 or AMX, oneDNN runs those GEMMs in bfloat16 at up to twice float32's
+rate. On this project's 2-core machine that made whole syntheses 1.0-1.15x faster at unchanged Whisper WER and
+DistillMOS (recipes/voice/README.md, "bfloat16 where the CPU computes it"). A CPU without those instructions
+emulates bfloat16 more slowly than float32, so ``"auto"`` asks the CPU first.
 
 Only the parts that run once per call at frame rate change dtype: the masked model (body and heads) and the mel
 refiner's body. The conditioner (durations), the serial decoder's incremental steps and everything after the
