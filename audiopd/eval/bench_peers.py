@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 
-# The benched voice as a peer: audiopd:<runtime>, or audiopd:<precision> on torch.
-RUNTIME_PEERS = ("numpy", "torch", "float32", "bfloat16")
+# The benched voice as a peer: audiopd:<runtime>, or audiopd:<precision> (torch computing in that dtype).
+PRECISION_PEERS = ("float32", "bfloat16")
+RUNTIME_PEERS = ("numpy", "torch", *PRECISION_PEERS)
 
 
 class RuntimePeer:
@@ -37,10 +38,8 @@ class RuntimePeer:
         import audiopd
 
         self.name = f"audiopd:{runtime}"
-        if runtime in RUNTIME_PEERS[2:]:  # a precision: torch computing in that dtype
-            self.tts = audiopd.load(voice, runtime="torch", precision=runtime)
-        else:
-            self.tts = audiopd.load(voice, runtime=runtime)
+        how = {"runtime": "torch", "precision": runtime} if runtime in PRECISION_PEERS else {"runtime": runtime}
+        self.tts = audiopd.load(voice, **how)
         self.sample_rate = self.tts.sample_rate
         self.speaker, self.steps, self.seed = speaker, steps, seed
         _limit_blas_threads(threads)

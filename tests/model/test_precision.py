@@ -32,7 +32,15 @@ def test_resolve_precision(monkeypatch: pytest.MonkeyPatch) -> None:
     assert precision.precision_name(torch.bfloat16) == "bfloat16"
 
 
-def test_native_bfloat16_reads_the_cpu_flags(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+@pytest.fixture
+def fresh_cpu_answer():
+    """native_bfloat16 caches its answer for the process: start and leave each test with none cached."""
+    precision.native_bfloat16.cache_clear()
+    yield
+    precision.native_bfloat16.cache_clear()
+
+
+def test_native_bfloat16_reads_the_cpu_flags(monkeypatch: pytest.MonkeyPatch, tmp_path, fresh_cpu_answer) -> None:
     cpuinfo = tmp_path / "cpuinfo"
     monkeypatch.setattr(precision.sys, "platform", "linux")
     monkeypatch.setattr(precision, "Path", lambda _: cpuinfo)
@@ -44,7 +52,6 @@ def test_native_bfloat16_reads_the_cpu_flags(monkeypatch: pytest.MonkeyPatch, tm
     cpuinfo.unlink()  # unreadable: the safe answer
     precision.native_bfloat16.cache_clear()
     assert precision.native_bfloat16() is False
-    precision.native_bfloat16.cache_clear()
 
 
 def test_for_inference_casts_a_copy_of_the_per_call_networks_only() -> None:
