@@ -9,8 +9,8 @@ emulates bfloat16 more slowly than float32, so ``"auto"`` asks the CPU first.
 
 Only the parts that run once per call at frame rate change dtype: the masked model (body and heads) and the mel
 refiner's body. The conditioner (durations), the serial decoder's incremental steps and everything after the
-refiner's residual stay float32; logits come back as float32 before any softmax or sampling. Training never calls
-this: it always runs in float32.
+refiner's residual stay float32; logits come back as float32 before any softmax or sampling. Training steps always
+run in float32; what goes through ``audiopd.load`` (the mel refiner's training pairs among it) decodes as users do.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 
 from audiopd.synthesis.config import PRECISIONS
+
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 # /proc/cpuinfo's names of the instructions that do bfloat16 arithmetic natively (x86: AVX512-BF16, AMX).
 _BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
