@@ -46,7 +46,7 @@ from audiopd.serve import openai_api as oai
 from audiopd.serve.admission import Busy
 from audiopd.serve.engine import BudgetExhausted, Cancelled, Engine, EngineConfig, Job, Piece, merge
 from audiopd.serve.engine import verdict_of
-from audiopd.serve.guard import Guard, escape, read_body, require_json
+from audiopd.serve.guard import Guard, body_unread, escape, read_body, require_json
 from audiopd.serve.metrics import Metrics
 from audiopd.serve.request import (
     DEFAULT_MAX_BODY_BYTES,
@@ -159,6 +159,8 @@ def _error(request: Request, status: int, message: str, headers: dict[str, str] 
     headers = dict(headers or {})
     if status in (429, 503):
         headers.setdefault("Retry-After", "1" if status == 429 else "5")
+    if body_unread(request):
+        headers["Connection"] = "close"
     body = oai.openai_error(status, message) if request.url.path.startswith("/v1/") else {"error": message}
     return JSONResponse(body, status, headers=headers)
 

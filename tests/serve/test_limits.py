@@ -3,6 +3,7 @@ trickling clients, log injection, malformed input. Each runs the real server on 
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import socket
@@ -131,6 +132,34 @@ def test_foreign_host_origin_and_cross_site_requests_are_refused(server) -> None
         assert reply.status == 415, ctype
     assert request(server, "/v1/audio/speech", body=b'{"input": "Hi."}',
                    headers={"Content-Type": "text/plain"}).json()["error"]["code"] == "415"
+
+
+def test_an_answer_sent_before_the_body_was_read_says_connection_close(server) -> None:
+    """Finding: a 403 or 415 answered before the request body arrived left the connection unusable for h11, which
+    closed it, yet the answer did not say so: a pooling client (httpx) sent its next request down the closed
+    connection and got a transport error within milliseconds (one fresh-clone CI run of the load test)."""
+    body = b'{"text": "Hi.", "mode": "parallel"}'
+    for extra, status in [(b"Origin: http://evil.example\r\nContent-Type: application/json\r\n", b"403"),
+                          (b"Content-Type: text/plain\r\n", b"415")]:
+        head = (b"POST /synthesize HTTP/1.1\r\nHost: HOST\r\n" + extra +
+                b"Content-Length: %d\r\n\r\n" % len(body)).replace(b"HOST", f"127.0.0.1:{server.port}".encode())
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+            s.sendall(head)  # the body is held back: the answer comes first
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                answer += s.recv(65536)
+            assert answer.startswith(b"HTTP/1.1 " + status), answer[:80]
+            assert b"connection: close" in answer.lower().split(b"\r\n\r\n")[0], answer
+    # An answer after the body was read keeps the connection for the next request.
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    try:
+        for _ in range(2):
+            conn.request("POST", "/synthesize", body=json.dumps({"text": "Hi.", "speed": 9}),
+                         headers={"Content-Type": "application/json"})
+            reply = conn.getresponse()
+            assert reply.status == 400 and b"speed" in reply.read() and reply.getheader("Connection") != "close"
+    finally:
+        conn.close()
 
 
 def test_allowed_hosts_and_origins_are_configurable(start_server) -> None:
