@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -89,16 +89,21 @@ class Synthesizer(VoiceFacade):
 
     def synthesize(self, text: str, *, voice: str | None = None, mode: str = "auto", steps: int | None = None,
                    seed: int | None = None, speed: float = 1.0, check: bool | None = None,
-                   time_budget_s: float | None = None, check_level: str = "fast") -> Result:
+                   time_budget_s: float | None = None, check_level: str = "fast",
+                   escalate_until: Callable[[], float | None] | None = None) -> Result:
         """Speak ``text``. ``check`` defaults to on for ``mode="auto"`` and off otherwise; ``check_level`` is
-        "fast" (the voice's checker: a small phone recogniser) or "thorough" (PocketSphinx on every clip)."""
+        "fast" (the voice's checker: a small phone recogniser) or "thorough" (PocketSphinx on every clip).
+        ``escalate_until``: auto mode reads it before each escalation stage, the ``time.perf_counter()`` time that
+        stage must end by (None: no limit); a server passes what keeps the requests queued behind on time."""
         return self.synthesize_batch([text], voice=voice, mode=mode, steps=steps, seed=seed, speed=speed,
-                                     check=check, time_budget_s=time_budget_s, check_level=check_level)[0]
+                                     check=check, time_budget_s=time_budget_s, check_level=check_level,
+                                     escalate_until=escalate_until)[0]
 
     def synthesize_batch(self, texts: Sequence[str], *, voice: str | None = None, mode: str = "auto",
                          steps: int | None = None, seed: int | None = None, speed: float = 1.0,
                          check: bool | None = None, time_budget_s: float | None = None,
-                         check_level: str = "fast") -> list[Result]:
+                         check_level: str = "fast",
+                         escalate_until: Callable[[], float | None] | None = None) -> list[Result]:
         """Speak several texts, decoding their chunks together in padded batches; one Result each.
 
         In each report ``forward_passes`` counts the passes of every batch the text took part in and
@@ -127,7 +132,8 @@ class Synthesizer(VoiceFacade):
                 cond = self._condition(members)
             out = renderer.render_group(members, cond, mode=mode, steps=steps, seed=seed, group=g,
                                         checking=checking, deadline=deadline,
-                                        floor_share=sum(it.frames for it in members) / total_frames)
+                                        floor_share=sum(it.frames for it in members) / total_frames,
+                                        escalate_until=escalate_until)
             outcomes.update({id(items[i]): out for i in group})
         wall = time.perf_counter() - t_start
         meta = {"voice": self._speaker_name(speaker), "seed": seed, "requested_mode": mode, "speed": speed,

@@ -80,14 +80,15 @@ class LiteSynthesizer(VoiceFacade):
             self._torch = self._fallback()
         return self._torch
 
-    def unsupported(self, mode: str, check_level: str, time_budget_s: float | None) -> str | None:
+    def unsupported(self, mode: str, check_level: str, time_budget_s: float | None,
+                    escalate_until: Callable[[], float | None] | None = None) -> str | None:
         """Why the NumPy path cannot serve a request, or None when it can."""
         par = self.config.parallel
         if mode == "serial":
             return "serial decoding runs on torch"
         if check_level != "fast":
             return f"the {check_level} checker runs on torch"
-        if time_budget_s is not None:
+        if time_budget_s is not None or escalate_until is not None:
             return "time budgets need the torch ladder's cost model"
         if par.remask or par.sampling.ras_window > 0 or par.fine_sampling.ras_window > 0:
             return "re-masking and repetition-aware sampling run on torch"
@@ -95,13 +96,14 @@ class LiteSynthesizer(VoiceFacade):
 
     def synthesize(self, text: str, *, voice: str | None = None, mode: str = "auto", steps: int | None = None,
                    seed: int | None = None, speed: float = 1.0, check: bool | None = None,
-                   time_budget_s: float | None = None, check_level: str = "fast") -> Result:
+                   time_budget_s: float | None = None, check_level: str = "fast",
+                   escalate_until: Callable[[], float | None] | None = None) -> Result:
         """``audiopd.pipeline.Synthesizer.synthesize``'s contract; the report's ``runtime`` says which ran."""
         t_start = time.perf_counter()
         validate_options(mode, steps, seed, speed, time_budget_s, check_level)
         kwargs = dict(voice=voice, mode=mode, steps=steps, speed=speed, check=check, time_budget_s=time_budget_s,
-                      check_level=check_level)
-        why = self.unsupported(mode, check_level, time_budget_s)
+                      check_level=check_level, escalate_until=escalate_until)
+        why = self.unsupported(mode, check_level, time_budget_s, escalate_until)
         if why is not None:
             if self._fallback is None:
                 raise LiteUnsupported(f"the NumPy runtime cannot serve this request: {why}")

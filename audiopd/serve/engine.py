@@ -190,6 +190,30 @@ class Engine:
     def budget_for(self, text: str) -> float:
         return self.config.budget_base_s + self.config.budget_per_char_s * len(text)
 
+    def yield_time(self, job: Job, index: int) -> float | None:
+        """The ``time.perf_counter()`` time by which piece ``index`` of ``job`` (on the worker now) must end so that
+        every piece queued behind it, at the cost admission expected, still ends within its request's deadline;
+        None when nothing is queued behind.
+
+        Auto mode reads it before each escalation stage (``Synthesizer.synthesize(escalate_until=)``): a request
+        admitted behind one that fails its check was promised its budget on the expected cost of the work ahead,
+        and a ladder of repair, more steps and serial that may spend seconds would break that promise. In the load
+        test of 2026-12-07 (8 clients, auto mode) 3 admitted short texts ran out of their budgets behind escalating
+        requests; an escalation now yields to them."""
+        latest, queued = None, 0.0
+        with self._lock:
+            behind = [(job, k) for k in range(index + 1, len(job.pieces))]
+            if job in self._jobs:
+                behind += [(j, k) for j in self._jobs[self._jobs.index(job) + 1:]
+                           for k in range(j.finished, len(j.pieces))]
+            for j, k in behind:
+                if j.cancel.is_set() or j.expired:  # skipped by the worker at no cost
+                    continue
+                queued += j.expected_s[k]
+                end = j.deadline - queued
+                latest = end if latest is None else min(latest, end)
+        return latest
+
     def queued_work_s(self) -> float:
         """Expected worker seconds of every admitted request's pieces not yet done."""
         now = time.perf_counter()
@@ -290,10 +314,12 @@ class Engine:
         req = job.req
         t0 = time.perf_counter()
         try:
-            # The facade's deadline stops auto mode's escalation when the next stage would overrun the budget.
+            # The facade's deadline stops auto mode's escalation when the next stage would overrun the budget, and
+            # escalate_until when it would push the requests queued behind past theirs.
             result = self.synth.synthesize(job.pieces[index], voice=req.voice or self.speaker, mode=req.mode,
                                            steps=req.steps, seed=job.seed, speed=req.speed, time_budget_s=left,
-                                           check_level=req.check_level)
+                                           check_level=req.check_level,
+                                           escalate_until=lambda: self.yield_time(job, index))
         finally:
             job.used_s += time.perf_counter() - t0
         worker_s = time.perf_counter() - t0
@@ -347,6 +373,7 @@ def merge(pieces: list[Piece], *, job: Job, sample_rate: int, wall_s: float) -> 
         "audio_seconds": round(audio.size / sample_rate, 4), "wall_seconds": round(wall_s, 4),
         "chunks": len(pieces), "time_budget_s": round(job.budget_s, 3),
         "budget_exhausted": any(r.get("budget_exhausted") for r in reports),
+        "escalation_yielded": any(r.get("escalation_yielded") for r in reports),
         "checker": first.get("checker"), "codec": first.get("codec"), "decoder": first.get("decoder"),
         "warnings": sorted({w for r in reports for w in r.get("warnings", [])}),
         "check": check, "attempts": [{**a, "chunk": k} for k, r in enumerate(reports) for a in r["attempts"]],

@@ -13,7 +13,8 @@ got it waits its Retry-After before its next request, as a polite client would; 
 request that ran out of time) too. Prints one JSON summary: statuses; the latency of accepted
 requests by mode (p50/p95/max) and how many overran the budget the server named
 (``X-Audiopd-Time-Budget``) or ended an SSE stream early; the refusals' count and latency; errors;
-the server's peak RSS (VmHWM of ``--pid``).
+the server's peak RSS (VmHWM of ``--pid``) and its own counts of sentences by path and verdict and of
+escalations that yielded to the requests queued behind (its /metrics, since it started).
 """
 
 from __future__ import annotations
@@ -165,7 +166,31 @@ async def run(url: str, n: int, concurrency: int, max_seconds: float, seed: int,
     limits = httpx.Limits(max_connections=concurrency)
     async with httpx.AsyncClient(timeout=httpx.Timeout(max_seconds), limits=limits) as client:
         await asyncio.gather(*(worker(client) for _ in range(concurrency)))
-    return summarize(results, n=n, concurrency=concurrency, wall=time.perf_counter() - t0, mode=mode)
+        wall = time.perf_counter() - t0
+        counters = await server_counters(client, base)
+    summary = summarize(results, n=n, concurrency=concurrency, wall=wall, mode=mode)
+    summary["server_counters"] = counters
+    return summary
+
+
+COUNTED = ("audiopd_pieces_total", "audiopd_escalations_yielded_total")
+
+
+async def server_counters(client: Any, base: str) -> dict[str, float] | None:
+    """The server's own counts since it started (its /metrics): sentences by decoding path and verdict, and
+    escalations that yielded to requests queued behind, which latency alone does not show. None if unreadable."""
+    try:
+        resp = await client.get(base + "/metrics")
+    except Exception:  # noqa: BLE001 (optional detail: the run's own figures stand without it)
+        return None
+    if resp.status_code != 200:
+        return None
+    out: dict[str, float] = {}
+    for line in resp.text.splitlines():
+        name, _, value = line.rpartition(" ")
+        if name.startswith(COUNTED):
+            out[name.replace("audiopd_", "").replace('"', "")] = float(value)
+    return out
 
 
 def _stats(values: list[float]) -> dict[str, Any]:

@@ -31,6 +31,8 @@ class Metrics:
                                "admission; time_budget: ran out after admission)", ("reason",), registry=r)
         self.pieces = Counter("audiopd_pieces", "Sentences spoken, by decoding path and verdict",
                               ("path", "verdict"), registry=r)
+        self.yielded = Counter("audiopd_escalations_yielded", "Sentences whose failed check was not escalated "
+                               "further, so that the requests queued behind end within their budgets", registry=r)
         self.synth_seconds = Counter("audiopd_synthesis_seconds", "Worker time spent speaking", registry=r)
         self.audio_seconds = Counter("audiopd_audio_seconds", "Seconds of audio produced", registry=r)
         self.loaded = Gauge("audiopd_voice_loaded", "1 once the voice is loaded", registry=r)
@@ -47,6 +49,8 @@ class Metrics:
 
     def observe_piece(self, piece: Any, seconds: float, sample_rate: int) -> None:
         self.pieces.labels(piece.report.get("mode", "?"), piece.verdict).inc()
+        if piece.report.get("escalation_yielded"):
+            self.yielded.inc()
         self.synth_seconds.inc(seconds)
         self.audio_seconds.inc(piece.audio.size / sample_rate)
 

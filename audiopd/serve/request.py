@@ -166,8 +166,8 @@ def plain(obj: Any) -> Any:
 
 # The header keeps the summary fields; per-attempt and per-chunk detail lives in format=json.
 _HEADER_KEYS = ("voice", "seed", "requested_mode", "mode", "first_path", "check_level", "steps", "forward_passes",
-                "audio_seconds", "wall_seconds", "chunks", "speed", "budget_exhausted", "checker", "codec", "decoder",
-                "warnings")
+                "audio_seconds", "wall_seconds", "chunks", "speed", "budget_exhausted", "escalation_yielded", "checker",
+                "codec", "decoder", "warnings")
 
 
 def compact_report(report: dict[str, Any]) -> dict[str, Any]:

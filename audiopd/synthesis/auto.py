@@ -128,11 +128,14 @@ class Renderer:
 
     def render_group(self, items: list[Item], cond: FrameCondition, *, mode: str, steps: int | None, seed: int,
                      group: int, checking: bool, deadline: float | None, floor_share: float = 1.0,
-                     resume: bool = False) -> GroupOutcome:
+                     resume: bool = False, escalate_until: Callable[[], float | None] | None = None) -> GroupOutcome:
         """Decode, check and escalate one batch of items. ``floor_share``: this group's share of the request's
         audio, so that the groups of one request share one ``escalation_floor_s`` instead of taking one each.
         ``resume``: the items already hold the first parallel attempt, checked (the NumPy runtime's,
-        ``audiopd.lite``), so the ladder goes on from its second stage and repairs those tokens."""
+        ``audiopd.lite``), so the ladder goes on from its second stage and repairs those tokens.
+        ``escalate_until``: read before each escalation stage, the ``time.perf_counter()`` time by which that stage
+        must end (None: no limit), for a caller whose other work moves while this group decodes (the server's
+        requests queued behind this one, ``audiopd.serve.engine``)."""
         for i, it in enumerate(items):
             it.durations = cond.durations[i, : len(it.ids)].cpu().numpy().astype(np.int64)
         first = mode
@@ -147,7 +150,7 @@ class Renderer:
         stages = plan_stages(mode, first, steps=steps, auto=self.auto, parallel_steps=self.parallel.steps,
                              checking=checking)
         runs: dict[int, int] = {}
-        exhausted = False
+        exhausted = yielded = False
         t_first = time.perf_counter()
         for s, stage in enumerate(stages):
             if resume and s == 0:
@@ -163,15 +166,19 @@ class Renderer:
                     continue
                 frames = max(items[i].frames for i in rows)
                 audio_s = sum(items[i].frames for i in rows) / self.frame_rate
-                if deadline is not None and time.perf_counter() + self.estimate_s(stage, frames, len(rows),
-                                                                                  audio_s) > deadline:
+                ends = time.perf_counter() + self.estimate_s(stage, frames, len(rows), audio_s)
+                if deadline is not None and ends > deadline:
                     exhausted = True
+                    break
+                limit = escalate_until() if escalate_until is not None else None
+                if limit is not None and ends > limit:
+                    exhausted = yielded = True
                     break
             run, passes = self._run_stage(stage, items, rows, cond, seed=seed_for(seed, group, s), checking=checking)
             runs[run] = passes
             if s == 0:
                 deadline = self._escalation_deadline(time.perf_counter() - t_first, floor_share, deadline)
-        return GroupOutcome(first_path=first, stages=stages, budget_exhausted=exhausted, runs=runs)
+        return GroupOutcome(first_path=first, stages=stages, budget_exhausted=exhausted, runs=runs, yielded=yielded)
 
     def _escalation_deadline(self, spent: float, floor_share: float, deadline: float | None) -> float | None:
         """Measured, not predicted: the first attempt's wall time ``spent`` prices this group's escalation."""

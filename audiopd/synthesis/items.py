@@ -117,6 +117,7 @@ class GroupOutcome:
     stages: list[Stage]
     budget_exhausted: bool
     runs: dict[int, int]  # run id -> forward passes
+    yielded: bool = False  # escalation stopped for the caller's other work (``escalate_until``), not its own budget
 
 
 def fit_audio(audio: np.ndarray, num_frames: int, sample_rate: int, frame_rate: float) -> np.ndarray:

@@ -72,9 +72,14 @@ def assemble_result(items: list[Item], outcomes: dict, meta: dict, wall: float, 
         "chunks": len(items),
         "attempts": attempts,
         "budget_exhausted": any(outcomes[id(it)].budget_exhausted for it in items),
+        "escalation_yielded": any(outcomes[id(it)].yielded for it in items),
         "check": combined_check(delivered, [s / sample_rate for s in starts]),
     }
-    if report["budget_exhausted"]:
+    if report["escalation_yielded"]:
+        # A busy server: the next attempt would have pushed the requests queued behind past their budgets.
+        report["warnings"] = [*meta["warnings"], "escalation stopped before every attempt was tried, so that "
+                              "work queued behind this request ends within its time budget (escalate_until)"]
+    elif report["budget_exhausted"]:
         # Said, never silent: the user learns that a later, costlier attempt was skipped.
         report["warnings"] = [*meta["warnings"], "the time budget stopped escalation before every attempt "
                               "was tried (time_budget_s, or the auto ladder's escalation_budget)"]

@@ -194,3 +194,41 @@ def test_a_request_whose_turn_does_not_come_in_time_gets_503_at_its_deadline(sta
     first.join(timeout=30)
     assert replies["first"].status == 200 and checker.calls == 1  # the late request's sentence never started
     assert server.state.engine.admitted == 0
+
+
+def test_an_escalating_request_yields_to_the_request_queued_behind_it(start_server, synth) -> None:
+    """Auto mode's ladder stops when its next stage would push a request admitted behind it past its budget.
+
+    "Hello there, how are you?" fails every check, each costing 0.5 s (3.85 s budget: room for its whole ladder
+    alone); "Hi." (0.99 s budget) is admitted while the first check is held. Without yielding, the ladder's three
+    more checked attempts hold the worker ~2 s and "Hi." gets 503 at its deadline."""
+    gate, calls = threading.Event(), []
+
+    def checker(audio, sample_rate, text, **kw):
+        calls.append(text)
+        if text.startswith("Hi"):
+            return passing_checker(audio, sample_rate, text)
+        gate.wait(timeout=30)
+        time.sleep(0.5)
+        return {"passed": False, "score": 0.1, "reasons": ["stub failure"], "bad_spans": [(0.0, 0.05)]}
+
+    synth.checker = checker
+    server = start_server(engine=engine(budget_base_s=0.6, budget_per_char_s=0.13, cost=CostConfig(prior_rtf=1e-3)))
+    replies: dict = {}
+    first = _in_thread(server, "/synthesize", {"text": "Hello there, how are you?", "seed": 1}, replies, "first")
+    _wait_for(lambda: len(calls) == 1)
+    behind = _in_thread(server, "/synthesize", {"text": "Hi.", "seed": 1}, replies, "behind")
+    _wait_for(lambda: server.state.engine.admitted == 2)
+    t0 = time.perf_counter()
+    gate.set()
+    behind.join(timeout=30)
+    seconds = time.perf_counter() - t0
+    first.join(timeout=30)
+    assert replies["behind"].status == 200 and seconds < 0.99, (replies["behind"].status, seconds)
+    assert replies["first"].status == 200
+    report = json.loads(replies["first"].headers["X-Audiopd-Report"])
+    assert report["escalation_yielded"] and report["budget_exhausted"]
+    assert any("queued behind" in w for w in report["warnings"])
+    assert calls == ["Hello there, how are you?", "Hi."]  # no escalation of the first ran
+    assert json.loads(replies["behind"].headers["X-Audiopd-Report"])["escalation_yielded"] is False
+    assert "audiopd_escalations_yielded_total 1.0" in request(server, "/metrics").body.decode()

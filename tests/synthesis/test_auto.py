@@ -254,6 +254,24 @@ def test_a_requests_batches_share_one_escalation_floor(model) -> None:
     assert out.budget_exhausted and len(items[0].attempts) == 1
 
 
+def test_escalation_yields_to_the_callers_moving_limit(model) -> None:
+    # escalate_until is read before each escalation stage: room for the first (repair), none for the second.
+    reads: list[float] = []
+
+    def until() -> float:
+        reads.append(time.perf_counter())
+        return reads[-1] + (30.0 if len(reads) == 1 else 0.0)
+
+    r, items, cond = _setup(model, [40], slow_failing)
+    out = r.render_group(items, cond, mode="auto", steps=None, seed=0, group=0, checking=True, deadline=None,
+                         escalate_until=until)
+    assert out.yielded and out.budget_exhausted and len(items[0].attempts) == 2 and len(reads) == 2
+    r, items, cond = _setup(model, [40], slow_failing)  # None: nothing queued behind, the whole ladder
+    out = r.render_group(items, cond, mode="auto", steps=None, seed=0, group=0, checking=True, deadline=None,
+                         escalate_until=lambda: None)
+    assert not out.yielded and not out.budget_exhausted and len(items[0].attempts) == 4
+
+
 def test_escalation_budget_is_validated() -> None:
     with pytest.raises(ValueError, match="escalation_budget"):
         AutoConfig(escalation_budget=-1.0).validate()
