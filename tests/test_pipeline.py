@@ -386,13 +386,14 @@ def test_parallel_batches_leave_out_items_that_would_be_mostly_padding(artifacts
 
 def test_a_long_texts_chunks_are_decoded_apart_in_parallel_mode_only(tts, monkeypatch) -> None:
     sizes: list[list[int]] = []
-    real = Synthesizer._condition
+    real = Synthesizer._groups
 
-    def spy(self, members):
-        sizes.append([m.frames for m in members])
-        return real(self, members)
+    def spy(self, items, max_padding=None):
+        groups = real(self, items, max_padding)
+        sizes.extend([items[i].frames for i in g] for g in groups)
+        return groups
 
-    monkeypatch.setattr(Synthesizer, "_condition", spy)
+    monkeypatch.setattr(Synthesizer, "_groups", spy)
     text = "A fairly long first sentence with many words in it to speak. Short one."
     tts_chunked = audiopd.load(config=SynthesisConfig(max_chunk_chars=70))
     serial = tts_chunked.synthesize(text, mode="serial", seed=0)
@@ -401,6 +402,23 @@ def test_a_long_texts_chunks_are_decoded_apart_in_parallel_mode_only(tts, monkey
     parallel = tts_chunked.synthesize(text, mode="parallel", seed=0)
     assert len(sizes) == 2 and all(len(s) == 1 for s in sizes)
     assert parallel.audio.size == serial.audio.size
+
+
+def test_a_lone_chunk_decodes_with_the_condition_its_durations_came_from(tts, monkeypatch) -> None:
+    """One encoder pass per lone chunk, not two; a batch of several chunks builds its padded condition."""
+    calls: list[int] = []
+    real = type(tts.model).condition
+
+    def spy(self, phonemes, *args, **kw):
+        calls.append(phonemes.shape[0])
+        return real(self, phonemes, *args, **kw)
+
+    monkeypatch.setattr(type(tts.model), "condition", spy)
+    one = tts.synthesize(TEXT, mode="parallel", seed=0)
+    assert one.report["chunks"] == 1 and calls == [1]
+    calls.clear()
+    tts.synthesize_batch([TEXT, TEXT], mode="parallel", seed=0)
+    assert calls == [1, 1, 2]  # durations per chunk, then the two equal chunks batched together
 
 
 @pytest.mark.parametrize("mode", ["parallel", "serial"])
