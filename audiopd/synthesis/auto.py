@@ -37,6 +37,7 @@ from audiopd.decoding.refine import fine_level_groups
 from audiopd.decoding.serial import SerialConfig, decode_serial
 from audiopd.model.encoder import FrameCondition
 from audiopd.synthesis.config import AutoConfig
+from audiopd.synthesis.blas import one_blas_thread
 from audiopd.synthesis.cost import CostModel, choose_path, estimate_parallel_s, estimate_serial_s
 from audiopd.synthesis.items import (  # noqa: F401  (the torch-free pieces of the ladder, re-exported from here)
     FULL,
@@ -229,7 +230,8 @@ class Renderer:
             verdict = None
             if checking:
                 t2 = time.perf_counter()
-                with timing.span(timing.CHECKER):
+                # One BLAS thread: torch's threads are still spinning from the decode (synthesis/blas.py says why).
+                with timing.span(timing.CHECKER), one_blas_thread():
                     verdict = self.check(audio, it, codes_i, conf_i)
                 self._check_s += time.perf_counter() - t2
                 self._checked_audio_s += n / self.frame_rate
