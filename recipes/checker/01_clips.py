@@ -8,7 +8,13 @@ kal16), the shipped voice's own parallel output (its four speakers), Piper joe, 
 ``--kokoro-every``-th sentence. Labels are the frontend's intended phones (stress dropped), what CTC needs.
 Shards of ``--shard`` clips are written atomically and skipped when present: rerun to resume.
 
-    python recipes/checker/01_clips.py --data DATA --natural DATA/natural
+``--corpus ROOT`` adds the teachers of a natural token corpus (recipes/natural stages 01-04: ROOT/text.tsv and
+ROOT/tokens/CODEC/train-*.safetensors, e.g. the Kokoro corpus of af_heart and am_adam) as ``corpus-NNNN.npz``:
+each train utterance's tokens decoded by their codec's default decoder. That is the teachers' own speech as the
+voice's decoder renders it, at ~1% of the cost of speaking it again (the codec round trip keeps their
+intelligibility: codecs/mel22k/README.md), and none of the voice model's own predictions.
+
+    python recipes/checker/01_clips.py --data DATA --natural DATA/natural [--corpus ROOT]
 """
 
 from __future__ import annotations
@@ -33,20 +39,10 @@ KOKORO = ("kokoro:af_heart", "kokoro:am_michael", "kokoro:bf_emma", "kokoro:bm_g
 def training_rows(natural: Path) -> list[tuple[str, str]]:
     """(id, text) of natural train rows that the checker benchmark never uses."""
     import natural_common as nc
-    from importlib import util
 
-    spec = util.spec_from_file_location("natural_01_text", HERE.parent / "natural" / "01_text.py")
-    text01 = util.module_from_spec(spec)
-    spec.loader.exec_module(text01)
-    from audiopd.eval.bench_clips import load_sentences
-
-    held = set()
-    for split in ("calib", "bench"):
-        for s in load_sentences(split):
-            spoken = text01.spoken(s)
-            held.add(text01.key_of(spoken or s))
+    held, key_of = held_keys(), _text01().key_of
     rows = nc.read_text_table(natural)
-    return [(r.id, r.text) for r in rows if r.split == "train" and r.kind != "long" and text01.key_of(r.text) not in held]
+    return [(r.id, r.text) for r in rows if r.split == "train" and r.kind != "long" and key_of(r.text) not in held]
 
 
 def plan(rows: list[tuple[str, str]], kokoro_every: int) -> list[tuple[str, str, str]]:
@@ -125,6 +121,66 @@ def write_shard(path: Path, jobs, clips) -> float:
     return seconds
 
 
+def corpus_jobs(root: Path, held: set[str]) -> list[tuple[Path, int, str, str, str]]:
+    """(shard, index, id, text, "corpus:VOICE") of every train utterance of a token corpus whose sentence the
+    checker benchmark does not use (``held``: their keys)."""
+    import natural_common as nc
+
+    from audiopd.train.shards import Shard, find_shards
+
+    text = {r.id: r.text for r in nc.read_text_table(root)}
+    key_of = _text01().key_of
+    jobs = []
+    for path in find_shards(sorted((root / "tokens").glob("*/train-*.safetensors"))):
+        shard = Shard(path)
+        for i in range(len(shard)):
+            u = shard.utterance(i)
+            sentence = text.get(u.utt_id.rsplit("/", 1)[-1])  # stage 04 names them VOICE/ID
+            if sentence is not None and key_of(sentence) not in held:
+                jobs.append((path, i, u.utt_id, sentence, "corpus:" + shard.meta.voices[u.speaker]))
+    return jobs
+
+
+def corpus_clips(jobs) -> list[tuple[np.ndarray, int]]:
+    """The jobs' tokens through their codec (one codec load per shard's codec name)."""
+    import torch
+
+    from audiopd.codec import load_codec
+    from audiopd.train.shards import Shard
+
+    out, codecs, shards = [], {}, {}
+    for path, i, *_ in jobs:
+        shard = shards.setdefault(path, Shard(path))
+        codec = codecs.setdefault(shard.meta.codec, load_codec(shard.meta.codec))
+        codes = torch.from_numpy(shard.utterance(i).codes.astype(np.int64))[None]
+        with torch.inference_mode():
+            audio = codec.decode(codes)
+        out.append((np.asarray(audio, dtype=np.float32).reshape(-1), int(codec.sample_rate)))
+    return out
+
+
+def _text01():
+    from importlib import util
+
+    spec = util.spec_from_file_location("natural_01_text", HERE.parent / "natural" / "01_text.py")
+    module = util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def held_keys() -> set[str]:
+    """Keys of the checker benchmark's calibration and benchmark sentences: never trained on."""
+    from audiopd.eval.bench_clips import load_sentences
+
+    text01 = _text01()
+    held = set()
+    for split in ("calib", "bench"):
+        for s in load_sentences(split):
+            spoken = text01.spoken(s)
+            held.add(text01.key_of(spoken or s))
+    return held
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", required=True, help="output root (shards/ goes under it)")
@@ -133,12 +189,30 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kokoro-every", type=int, default=8, help="also a Kokoro voice for every N-th sentence (0: none)")
     p.add_argument("--max-shards", type=int, default=0, help="stop after this many shards (0: all)")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--corpus", default=None, metavar="ROOT",
+                   help="also a natural token corpus's train utterances, decoded by their codec (see above)")
+    p.add_argument("--corpus-only", action="store_true", help="only the --corpus shards")
     args = p.parse_args(argv)
     import torch
 
     torch.set_num_threads(args.threads)
     out = Path(args.data) / "shards"
     out.mkdir(parents=True, exist_ok=True)
+    if args.corpus:
+        cjobs = corpus_jobs(Path(args.corpus), held_keys())
+        n_corpus = (len(cjobs) + args.shard - 1) // args.shard
+        print(f"{len(cjobs)} corpus clips in {n_corpus} shards", flush=True)
+        for s in range(n_corpus):
+            path = out / f"corpus-{s:04d}.npz"
+            if path.exists():
+                continue
+            part = cjobs[s * args.shard : (s + 1) * args.shard]
+            t0 = time.monotonic()
+            secs = write_shard(path, [(uid, text, src) for _, _, uid, text, src in part], corpus_clips(part))
+            print(f"[{time.strftime('%H:%M:%S')}] corpus shard {s + 1}/{n_corpus}: {secs / 60:.1f} min of audio "
+                  f"in {time.monotonic() - t0:.0f} s", flush=True)
+        if args.corpus_only:
+            return 0
     jobs = plan(training_rows(Path(args.natural)), args.kokoro_every)
     sources = Sources(args.threads)
     n_shards = (len(jobs) + args.shard - 1) // args.shard

@@ -23,7 +23,7 @@ import torch
 def load_shards(root: Path, exclude: tuple[str, ...] = ()):
     """(train, held-out) (log-mel, labels) pairs; ``exclude``: source kinds to leave out (e.g. "voice")."""
     train, held = [], []
-    for path in sorted((root / "shards").glob("[0-9]*.npz")):
+    for path in sorted((root / "shards").glob("*.npz")):  # NNNN.npz and corpus-NNNN.npz (stage 01)
         if ".tmp" in path.name:
             continue
         with np.load(path) as z:  # each z[key] access re-reads the array: read each once
@@ -136,6 +136,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--exclude-sources", default="voice",
                    help="comma-separated source kinds left out of training (default: voice; '' keeps all)")
     p.add_argument("--ckpt", default="ckpt", help="checkpoint directory under DATA (default: ckpt)")
+    p.add_argument("--init-from", default=None, metavar="ARTIFACT",
+                   help="start a new run from a shipped recogniser's weights (e.g. checkers/phones16k) instead of "
+                        "at random; a run with a checkpoint resumes from it instead")
+    p.add_argument("--warmup", type=int, default=500, help="learning-rate warm-up steps")
     args = p.parse_args(argv)
     from audiopd.checker.phones_torch import PhoneRecognizer
 
@@ -150,6 +154,12 @@ def main(argv: list[str] | None = None) -> int:
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     ckpt = root / args.ckpt
     state = restore(ckpt, model, opt)
+    if state["step"] == 0 and args.init_from:
+        from audiopd.checker.phones_torch import load_recognizer
+
+        model.load_state_dict(load_recognizer(args.init_from).state_dict())
+        state["init_from"] = str(args.init_from)
+        print(f"initialised from {args.init_from}: held-out phone error rate {per_of(model, held):.4f}", flush=True)
     state["exclude_sources"] = list(exclude)
     ctc = torch.nn.CTCLoss(blank=0, zero_infinity=True)
     rng = np.random.default_rng(state["step"])
@@ -159,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     while time.monotonic() - start < args.minutes * 60 and state["step"] < args.total_steps:
         for idx in batches(train, args.frames, rng):
             step = state["step"]
-            warm = min(1.0, (step + 1) / 500)
+            warm = min(1.0, (step + 1) / max(1, args.warmup))
             lr = args.lr * warm * 0.5 * (1 + math.cos(math.pi * min(1.0, step / args.total_steps)))
             for g in opt.param_groups:
                 g["lr"] = lr

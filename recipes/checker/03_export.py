@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
     counts: dict[str, int] = {}
     seconds = 0.0
-    for shard in sorted((root / "shards").glob("[0-9]*.npz")):
+    for shard in sorted((root / "shards").glob("*.npz")):
         if ".tmp" in shard.name:
             continue
         z = np.load(shard)
@@ -44,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     info = {"recipe": "recipes/checker (01_clips, 02_train, 03_export)", "step": state["step"],
             "held_out_phone_error_rate": round(last["held_per"], 4), "training_hours": round(seconds / 3600, 2),
             "clips_by_source": counts, "excluded_sources": sorted(exclude)}
+    if state.get("init_from"):
+        info["init_from"] = state["init_from"]
     out = save_recognizer(model.eval(), args.out, info=info)
     print(f"wrote {out}: {json.dumps(info)}")
     return 0

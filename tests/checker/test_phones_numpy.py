@@ -68,8 +68,9 @@ def test_weight_shapes_are_the_torch_state_dict() -> None:
         assert weight_shapes(cfg) == {k: tuple(v.shape) for k, v in state.items()}
 
 
+@pytest.mark.parametrize("name", ["phones16k", "phones16k_natural"])
 @pytest.mark.parametrize("clip", ["synthetic", "speech"])
-def test_shipped_recognizer_matches_torch(clip: str) -> None:
+def test_shipped_recognizer_matches_torch(clip: str, name: str) -> None:
     if clip == "speech":
         if not SPEECH.is_file():
             pytest.skip("samples/ not in this checkout")
@@ -78,8 +79,8 @@ def test_shipped_recognizer_matches_torch(clip: str) -> None:
         audio, rate = sf.read(str(SPEECH), dtype="float32")
     else:
         audio, rate = synthetic_clip(3.0, 22050), 22050
-    ref = torch_posteriors(load_torch(), audio, rate)
-    got = lite.load_recognizer().posteriors(audio, rate)
+    ref = torch_posteriors(load_torch(name), audio, rate)
+    got = lite.load_recognizer(name).posteriors(audio, rate)
     assert got.shape == ref.shape and got.dtype == np.float32
     np.testing.assert_allclose(got, ref, atol=1e-3)
     assert greedy(got) == greedy(ref)
