@@ -14,7 +14,11 @@ each train utterance's tokens decoded by their codec's default decoder. That is 
 voice's decoder renders it, at ~1% of the cost of speaking it again (the codec round trip keeps their
 intelligibility: codecs/mel22k/README.md), and none of the voice model's own predictions.
 
-    python recipes/checker/01_clips.py --data DATA --natural DATA/natural [--corpus ROOT]
+``--roundtrip SOURCE`` adds SOURCE (e.g. piper:joe) speaking the first ``--roundtrip-n`` train sentences, each
+through ``--roundtrip-codec``'s encoder and decoder, as ``roundtrip-NNNN.npz``: a teacher whose tokens are in no
+shared corpus, heard as the voice's decoder renders it.
+
+    python recipes/checker/01_clips.py --data DATA --natural DATA/natural [--corpus ROOT] [--roundtrip piper:joe]
 """
 
 from __future__ import annotations
@@ -159,6 +163,19 @@ def corpus_clips(jobs) -> list[tuple[np.ndarray, int]]:
     return out
 
 
+def roundtrip_clips(items: list[tuple[str, str]], sources: Sources, codec_name: str) -> list[tuple[np.ndarray, int]]:
+    """(text, source) spoken by ``sources``, then through the codec's encoder and default decoder."""
+    from audiopd.audio import resample
+    from audiopd.codec import load_codec
+
+    codec = load_codec(codec_name)
+    out = []
+    for audio, rate in sources.speak_many(items):
+        x = resample(np.asarray(audio, dtype=np.float32), int(rate), int(codec.sample_rate))
+        out.append((codec.decode(codec.encode(x)).reshape(-1), int(codec.sample_rate)))
+    return out
+
+
 def _text01():
     from importlib import util
 
@@ -191,14 +208,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--corpus", default=None, metavar="ROOT",
                    help="also a natural token corpus's train utterances, decoded by their codec (see above)")
-    p.add_argument("--corpus-only", action="store_true", help="only the --corpus shards")
+    p.add_argument("--corpus-only", action="store_true", help="only the --corpus (and --roundtrip) shards")
+    p.add_argument("--roundtrip", default=None, metavar="SOURCE", help="also SOURCE through a codec (see above)")
+    p.add_argument("--roundtrip-n", type=int, default=1200, help="train sentences for --roundtrip")
+    p.add_argument("--roundtrip-codec", default="mel22k")
     args = p.parse_args(argv)
     import torch
 
     torch.set_num_threads(args.threads)
     out = Path(args.data) / "shards"
     out.mkdir(parents=True, exist_ok=True)
-    if args.corpus:
+    if args.corpus:  # decoded from tokens: no engine to load
         cjobs = corpus_jobs(Path(args.corpus), held_keys())
         n_corpus = (len(cjobs) + args.shard - 1) // args.shard
         print(f"{len(cjobs)} corpus clips in {n_corpus} shards", flush=True)
@@ -211,10 +231,23 @@ def main(argv: list[str] | None = None) -> int:
             secs = write_shard(path, [(uid, text, src) for _, _, uid, text, src in part], corpus_clips(part))
             print(f"[{time.strftime('%H:%M:%S')}] corpus shard {s + 1}/{n_corpus}: {secs / 60:.1f} min of audio "
                   f"in {time.monotonic() - t0:.0f} s", flush=True)
-        if args.corpus_only:
-            return 0
-    jobs = plan(training_rows(Path(args.natural)), args.kokoro_every)
     sources = Sources(args.threads)
+    if args.roundtrip:
+        rjobs = [(uid, text, f"roundtrip:{args.roundtrip}")
+                 for uid, text in training_rows(Path(args.natural))[: args.roundtrip_n]]
+        for s in range((len(rjobs) + args.shard - 1) // args.shard):
+            path = out / f"roundtrip-{s:04d}.npz"
+            if path.exists():
+                continue
+            part = rjobs[s * args.shard : (s + 1) * args.shard]
+            t0 = time.monotonic()
+            secs = write_shard(path, part, roundtrip_clips([(t, args.roundtrip) for _, t, _ in part], sources,
+                                                            args.roundtrip_codec))
+            print(f"[{time.strftime('%H:%M:%S')}] roundtrip shard {s + 1}: {secs / 60:.1f} min of audio "
+                  f"in {time.monotonic() - t0:.0f} s", flush=True)
+    if args.corpus_only:
+        return 0
+    jobs = plan(training_rows(Path(args.natural)), args.kokoro_every)
     n_shards = (len(jobs) + args.shard - 1) // args.shard
     print(f"{len(jobs)} clips in {n_shards} shards", flush=True)
     for s in range(n_shards if not args.max_shards else min(n_shards, args.max_shards)):
