@@ -28,6 +28,11 @@ def _controller() -> Any:
         from threadpoolctl import ThreadpoolController
     except ImportError:  # an environment without it runs as before, two BLAS threads and all
         return None
+    # A controller sees the libraries loaded when it is built: NumPy's OpenBLAS and SciPy's own (the checker
+    # resamples with scipy.signal), so both are loaded first.
+    import numpy  # noqa: F401
+    import scipy.signal  # noqa: F401
+
     return ThreadpoolController()
 
 

@@ -46,6 +46,9 @@ def test_the_natural_voices_checker_thresholds_load_and_ship() -> None:
     cfg = parse_checker_file(CONF / "checker_natural.yaml")
     joe = parse_checker_file(CONF / "checker_joe.yaml")
     assert cfg.max_internal_silence_s == 0.5 and cfg.short_per_slack == 0.25 and joe.short_per_slack == 0
-    assert dataclasses.replace(cfg, max_internal_silence_s=0.45, short_per_slack=0.0) == joe
+    # ... and the recogniser fine-tuned on its teachers' speech (recipes/checker/README.md).
+    assert cfg.recognizer_artifact == "phones16k_natural" and joe.recognizer_artifact == "phones16k"
+    assert dataclasses.replace(cfg, max_internal_silence_s=0.45, short_per_slack=0.0,
+                               recognizer_artifact="phones16k") == joe
     shipped = CONF.parents[2] / "voices" / "natural" / "checker.yaml"
     assert shipped.read_text(encoding="utf-8") == (CONF / "checker_natural.yaml").read_text(encoding="utf-8")
