@@ -126,13 +126,24 @@ def densest(ops: list[tuple[str, int, int]], kind: str, width: int) -> tuple[int
     return int(counts[at]), at
 
 
+def phone_edits(logp: np.ndarray, labels) -> tuple[list[tuple[int, int, int]], list]:
+    """The greedy phones of ``logp`` and their edit ops against the intended ``labels``."""
+    hyp = greedy(logp)
+    return hyp, edit_ops([str(x) for x in labels], [str(h[0]) for h in hyp])
+
+
+def phone_errors(logp: np.ndarray, labels) -> int:
+    """Edits between the greedy phones and the intended ones: the phone error rate's numerator (the checker's, and
+    the recogniser recipe's held-out figure, recipes/checker)."""
+    return sum(op != "ok" for op, _, _ in phone_edits(logp, labels)[1])
+
+
 def check_phones(logp: np.ndarray, labels: list[int], frame_s: float, cfg: PhoneCheckConfig) -> PhoneReport:
     """Alignment gap, densest unheard/extra phones and phone error rate of one clip against its intended phones."""
     lp = np.asarray(logp, dtype=np.float64)
     n_frames = lp.shape[0]
     duration = n_frames * frame_s
-    hyp = greedy(lp)
-    ops = edit_ops([str(x) for x in labels], [str(h[0]) for h in hyp])
+    hyp, ops = phone_edits(lp, labels)
     errors = sum(op != "ok" for op, _, _ in ops)
     per = errors / max(1, len(labels))
     per_limit = cfg.per_limit(len(labels))

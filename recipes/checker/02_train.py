@@ -78,17 +78,13 @@ def collate(items, idx, augment: bool, rng: np.random.Generator):
 
 
 def per_of(model, held, limit: int = 300) -> float:
-    from audiopd.checker.ctc import greedy
-    from audiopd.text.wer import edit_ops
+    from audiopd.checker.ctc import phone_errors
 
     model.eval()
     errors = total = 0
     with torch.inference_mode():
         for feats, lab in held[:limit]:
-            lp = model(torch.from_numpy(feats.astype(np.float32))[None])[0].numpy()
-            hyp = [str(h[0]) for h in greedy(lp)]
-            ops = edit_ops([str(x) for x in lab], hyp)
-            errors += sum(op != "ok" for op, _, _ in ops)
+            errors += phone_errors(model(torch.from_numpy(feats.astype(np.float32))[None])[0].numpy(), lab)
             total += len(lab)
     model.train()
     return errors / max(1, total)

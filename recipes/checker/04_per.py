@@ -16,16 +16,6 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
-
-
-def phone_errors(logp: np.ndarray, labels: list[int]) -> tuple[int, int]:
-    from audiopd.checker.ctc import greedy
-    from audiopd.text.wer import edit_ops
-
-    ops = edit_ops([str(x) for x in labels], [str(h[0]) for h in greedy(logp)])
-    return sum(op != "ok" for op, _, _ in ops), len(labels)
-
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -38,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     import soundfile as sf
 
+    from audiopd.checker.ctc import phone_errors
     from audiopd.checker.phones import labels_of_ids
     from audiopd.lite.recognizer import load_recognizer
     from audiopd.text import phonemize
@@ -59,15 +50,13 @@ def main(argv: list[str] | None = None) -> int:
         for r in mine:
             labels = [lbl for lbl, _ in labels_of_ids(phonemize(r["text"]).ids)]
             audio, rate = sf.read(root / r["wav"], dtype="float32")
-            e, n = phone_errors(rec.posteriors(audio, rate), labels)
-            counts["teacher"][0] += e
-            counts["teacher"][1] += n
+            counts["teacher"][0] += phone_errors(rec.posteriors(audio, rate), labels)
+            counts["teacher"][1] += len(labels)
             if teacher in speaker_of:
                 res = tts.synthesize(r["text"], voice=speaker_of[teacher], mode="parallel", seed=args.seed,
                                      check=False)
-                e, n = phone_errors(rec.posteriors(res.audio, res.sample_rate), labels)
-                counts["voice"][0] += e
-                counts["voice"][1] += n
+                counts["voice"][0] += phone_errors(rec.posteriors(res.audio, res.sample_rate), labels)
+                counts["voice"][1] += len(labels)
         out[teacher] = {k: round(100 * e / n, 2) for k, (e, n) in counts.items() if n}
         out[teacher]["sentences"] = len(mine)
         print(teacher, json.dumps(out[teacher]), flush=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from audiopd.checker.ctc import PhoneCheckConfig, check_phones, force_align, greedy
+from audiopd.checker.ctc import PhoneCheckConfig, check_phones, force_align, greedy, phone_errors
 
 CFG = PhoneCheckConfig(window_s=0.1, max_window_gap=2.0, max_deletions=3, max_insertions=3, max_per=0.6,
                        edit_window=6)
@@ -84,6 +84,15 @@ def test_other_sentence_fails_on_error_rate_and_truncation_on_fit() -> None:
     cut = check_phones(posteriors(speak(labels)[:5]), labels, 0.02, CFG)
     assert "phone_alignment" in {f.name for f in cut.findings if f.failed}
     assert all(not np.isfinite(a) for a, _ in cut.phone_spans)
+
+
+def test_phone_errors_count_what_check_phones_rates() -> None:
+    labels = [1, 2, 3, 4, 5, 6, 7, 1, 2, 3]
+    heard = posteriors(speak(labels[:3] + labels[7:]))  # four phones never spoken
+    assert phone_errors(heard, labels) == 4 and phone_errors(heard, np.asarray(labels, dtype=np.int64)) == 4
+    assert phone_errors(posteriors(speak(labels)), labels) == 0
+    rep = check_phones(heard, labels, 0.02, CFG)
+    assert rep.metrics["phone_error_rate"] == pytest.approx(4 / len(labels))
 
 
 @pytest.mark.parametrize("n", [0, 1])
