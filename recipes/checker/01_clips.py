@@ -24,6 +24,7 @@ shared corpus, heard as the voice's decoder renders it.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import tempfile
 import time
@@ -147,8 +148,6 @@ def corpus_jobs(root: Path, held: set[str]) -> list[tuple[Path, int, str, str, s
 
 def corpus_clips(jobs) -> list[tuple[np.ndarray, int]]:
     """The jobs' tokens through their codec (one codec load per shard's codec name)."""
-    import torch
-
     from audiopd.codec import load_codec
     from audiopd.train.shards import Shard
 
@@ -156,10 +155,7 @@ def corpus_clips(jobs) -> list[tuple[np.ndarray, int]]:
     for path, i, *_ in jobs:
         shard = shards.setdefault(path, Shard(path))
         codec = codecs.setdefault(shard.meta.codec, load_codec(shard.meta.codec))
-        codes = torch.from_numpy(shard.utterance(i).codes.astype(np.int64))[None]
-        with torch.inference_mode():
-            audio = codec.decode(codes)
-        out.append((np.asarray(audio, dtype=np.float32).reshape(-1), int(codec.sample_rate)))
+        out.append((codec.decode(shard.utterance(i).codes.astype(np.int64)).reshape(-1), int(codec.sample_rate)))
     return out
 
 
@@ -176,7 +172,9 @@ def roundtrip_clips(items: list[tuple[str, str]], sources: Sources, codec_name: 
     return out
 
 
+@functools.lru_cache(maxsize=1)
 def _text01():
+    """recipes/natural/01_text.py as a module (its key_of and spoken), loaded once."""
     from importlib import util
 
     spec = util.spec_from_file_location("natural_01_text", HERE.parent / "natural" / "01_text.py")
