@@ -360,7 +360,7 @@ def run_bench(tts, cfg: BenchConfig | None = None, *, speaker: str | None = None
         "speakers": list(tts.voices), "speaker": tts.voices[spk] if spk < len(tts.voices) else spk,
         "lengths": list(cfg.lengths), "batches": list(cfg.batches), "repeats": cfg.repeats, "seed": cfg.seed,
         "steps": cfg.steps, "auto": cfg.auto, "rewarm": cfg.rewarm, "torch_threads": torch.get_num_threads(),
-        "precision": getattr(tts, "precision", "float32"),
+        "precision": tts.precision,
         "cost_model": tts.cost.source, "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
         "python": platform.python_version(), "torch": torch.__version__,
         "cells": cells, "order": order, "total_wall_s": round(time.perf_counter() - t_start, 2),

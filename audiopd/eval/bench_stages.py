@@ -140,7 +140,7 @@ def run_stages(tts, cfg: StagesConfig | None = None, *, speaker: str | None = No
         "voice": voice_name, "codec": tts.codec.name, "decoder": tts.codec.decoder,
         "speaker": tts.voices[spk] if spk < len(tts.voices) else spk, "lengths": list(cfg.lengths),
         "repeats": cfg.repeats, "seed": cfg.seed, "steps": cfg.steps, "torch_threads": torch.get_num_threads(),
-        "precision": getattr(tts, "precision", "float32"),
+        "precision": tts.precision,
         "modes": cells, "first_call_ms": first_ms, "stage_order": list(timing.ORDER),
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
         "python": platform.python_version(), "torch": torch.__version__,

@@ -227,7 +227,7 @@ def evaluate(tts, data: str | Path, *, n: int = 40, modes: Sequence[str] = ("par
     return {
         "auto": auto_summary(utts),
         "voice": voice_name, "codec": tts.codec.name, "decoder": tts.codec.decoder,
-        "runtime": getattr(tts, "runtime", "torch"), "precision": getattr(tts, "precision", "float32"),
+        "runtime": tts.runtime, "precision": tts.precision,
         "data": str(data), "n": len(sentences), "join": join, "split": split, "seed": seed, "steps": steps,
         "speed": speed, "batch": batch,
         "modes": modes, "peers": [p.name for p in peers],

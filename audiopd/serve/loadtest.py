@@ -185,11 +185,17 @@ async def server_counters(client: Any, base: str) -> dict[str, float] | None:
         return None
     if resp.status_code != 200:
         return None
+    from prometheus_client.parser import text_string_to_metric_families
+
     out: dict[str, float] = {}
-    for line in resp.text.splitlines():
-        name, _, value = line.rpartition(" ")
-        if name.startswith(COUNTED):
-            out[name.replace("audiopd_", "").replace('"', "")] = float(value)
+    try:
+        for family in text_string_to_metric_families(resp.text):
+            for sample in family.samples:
+                if sample.name.startswith(COUNTED):
+                    labels = ",".join(f"{k}={v}" for k, v in sample.labels.items())
+                    out[sample.name.removeprefix("audiopd_") + (f"{{{labels}}}" if labels else "")] = sample.value
+    except ValueError:  # not the Prometheus text format: the run's own figures stand without it
+        return None
     return out
 
 

@@ -195,6 +195,8 @@ class VoiceFacade:
     model: Any
     codec: Any
     config: Any
+    runtime: str = "torch"  # which runtime computes: "torch" or "numpy" (audiopd.lite)
+    precision: str = "float32"  # the per-call networks' dtype (audiopd.model.precision); NumPy's is float32
 
     @property
     def voices(self) -> tuple[str, ...]:
