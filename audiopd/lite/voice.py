@@ -204,8 +204,14 @@ class LiteVoice:
 
     def condition(self, ids: Array, speaker: int, speed: float = 1.0,
                   durations: Array | None = None) -> tuple[Array, Array]:
-        """(frames [T, D], durations [L] int64): predicted durations scaled by 1/``speed`` unless given."""
+        """(frames [T, D], durations [L] int64): predicted durations scaled by 1/``speed`` and by the speaker's
+        ``VoiceInfo.duration_scale`` unless given."""
         states, log_dur = self.encode(ids, speaker)
+        if durations is None and self.info.duration_scale:
+            if speed <= 0:
+                raise ValueError(f"speed must be > 0, got {speed}")
+            self._check_speaker(speaker)
+            speed = np.float32(speed) / np.float32(self.info.duration_scale[int(speaker)])  # as the torch model
         dur = self.durations(log_dur, speed) if durations is None else np.asarray(durations, dtype=np.int64)
         return self.frames(states, dur, speaker), dur
 

@@ -78,13 +78,18 @@ class DurationPredictor(nn.Module):
         return self.proj(x).squeeze(-1) * phone_mask
 
 
-def durations_from_log(log_dur: Tensor, phone_mask: Tensor, speed: float = 1.0) -> Tensor:
-    """Predicted log(1 + d) -> integer frames; ``speed`` > 1 speaks faster (durations / speed).
+def durations_from_log(log_dur: Tensor, phone_mask: Tensor, speed: float | Tensor = 1.0) -> Tensor:
+    """Predicted log(1 + d) -> integer frames; ``speed`` > 1 speaks faster (durations / speed), one number or a
+    float32 tensor [B] of one per item.
 
     Rounding can give 0 frames for very short tokens (as in FastSpeech 2); an item whose total would
     be 0 gets one frame on its first token so every item has something to decode.
     """
-    if speed <= 0:
+    if isinstance(speed, Tensor):
+        if speed.shape != log_dur.shape[:1] or bool((speed <= 0).any()):
+            raise ValueError(f"speed must be > 0 for each of {log_dur.shape[0]} item(s), got {speed.tolist()}")
+        speed = speed.to(torch.float32)[:, None]
+    elif speed <= 0:
         raise ValueError(f"speed must be > 0, got {speed}")
     frames = (torch.expm1(log_dur.float()).clamp(min=0.0) / speed).round().long()
     frames = frames * phone_mask.long()
@@ -142,7 +147,7 @@ class FrameConditioner(nn.Module):
         return FrameCondition(frames=x, frame_mask=mask, durations=durations.long(), lengths=mask.sum(-1))
 
     def forward(self, phonemes: Tensor, phone_mask: Tensor, speakers: Tensor, durations: Tensor | None = None,
-                speed: float = 1.0) -> tuple[FrameCondition, Tensor]:
+                speed: float | Tensor = 1.0) -> tuple[FrameCondition, Tensor]:
         """Condition for decoding; predicted durations are used when ``durations`` is None.
 
         Returns (condition, predicted log-durations) so training can score the duration predictor

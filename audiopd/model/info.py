@@ -24,6 +24,9 @@ VOICE_FORMAT_VERSION = 1
 SUPPORTED_VOICE_VERSIONS = (1,)
 MAX_PARALLEL_STEPS = 64  # a voice's own K: SoundStorm uses 16 for level 0; more is unbounded work, not quality
 CHECKER_FILE = "checker.yaml"
+# A voice's per-speaker duration calibration (VoiceInfo.duration_scale): a correction of a few percent, not a
+# speaking rate (that is ``speed``, the caller's); beyond this range the duration model itself needs work.
+DURATION_SCALE = (0.8, 1.25)
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,11 @@ class VoiceInfo:
     # Trained on weak forms of "to" and "for" (audiopd.text.g2p.WEAK_FORMS): the frontend must label a text the
     # same way for this voice (recipes/natural/05_weak_forms.py relabels a corpus's shards).
     weak_forms: bool = False
+    # Each voice's predicted durations times this, in the order of ``voices``; () = 1 for all. A duration model
+    # fitted to log(1 + d) predicts about the median duration, below the mean, so a speaker whose durations vary
+    # more speaks faster than its teacher did: the factor is the development split's true frames over predicted
+    # ones (recipes/voice/duration_scale.py; recipes/voice/README.md, "Duration calibration").
+    duration_scale: tuple[float, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
         if self.teachers and len(self.teachers) != len(self.voices):
@@ -69,6 +77,12 @@ class VoiceInfo:
         if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_PARALLEL_STEPS:
             raise ArtifactError(f"parallel_steps must be an integer in [0, {MAX_PARALLEL_STEPS}] (0 = the engine's "
                                 f"default), got {self.parallel_steps!r}")
+        if self.duration_scale and len(self.duration_scale) != len(self.voices):
+            raise ArtifactError(f"duration_scale gives {len(self.duration_scale)} value(s) for {len(self.voices)} "
+                                "voice(s)")
+        if any(not DURATION_SCALE[0] <= s <= DURATION_SCALE[1] for s in self.duration_scale):
+            raise ArtifactError(f"duration_scale must lie in [{DURATION_SCALE[0]}, {DURATION_SCALE[1]}], "
+                                f"got {list(self.duration_scale)}")
         if not isinstance(self.weak_forms, bool):
             raise ArtifactError(f"weak_forms must be true or false, got {self.weak_forms!r}")
 
@@ -86,6 +100,10 @@ class VoiceInfo:
     def smoothing(self, voice: str | int) -> float | None:
         """``voice``'s own decode-time blur in frames; None = the codec's setting."""
         return self.smooth_frames[self.speaker_id(voice)] if self.smooth_frames else None
+
+    def duration_factor(self, voice: str | int) -> float:
+        """What ``voice``'s predicted durations are multiplied by (``duration_scale``; 1.0 where unset)."""
+        return float(self.duration_scale[self.speaker_id(voice)]) if self.duration_scale else 1.0
 
     def speaker_id(self, voice: str | int) -> int:
         """Speaker index for a voice name (or a valid index)."""

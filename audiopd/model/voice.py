@@ -98,7 +98,8 @@ class VoiceModel(nn.Module):
                   durations: Tensor | None = None, speed: float = 1.0) -> FrameCondition:
         """Inference conditioning: phonemes [B, L] (0 = padding), speakers [B] -> FrameCondition.
 
-        Durations are predicted (scaled by 1/``speed``) unless given.
+        Durations are predicted (scaled by 1/``speed`` and by each speaker's ``VoiceInfo.duration_scale``)
+        unless given.
         """
         if phonemes.ndim == 1:
             phonemes = phonemes[None]
@@ -111,6 +112,12 @@ class VoiceModel(nn.Module):
         speakers = torch.as_tensor(speakers, dtype=torch.long).reshape(-1).expand(phonemes.shape[0])
         if int(speakers.max()) >= self.cfg.num_speakers or int(speakers.min()) < 0:
             raise ValueError(f"speaker ids must lie in [0, {self.cfg.num_speakers})")
+        if durations is None and self.info.duration_scale:
+            if speed <= 0:
+                raise ValueError(f"speed must be > 0, got {speed}")
+            # float32 division, as the NumPy runtime does it (audiopd.lite.voice): both give the same frames
+            scales = torch.tensor(self.info.duration_scale, dtype=torch.float32)[speakers]
+            speed = torch.tensor(speed, dtype=torch.float32) / scales
         cond, _ = self.conditioner(phonemes, phone_mask, speakers, durations, speed)
         return cond
 

@@ -13,7 +13,8 @@
 #        PARALLEL_STEPS (the exported voice's own K; default INIT's: re-choose it on the dev split, README.md
 #        "Two passes and a fair bench"), WEAK_FORMS (true when TOKENS carry weak-form labels,
 #        recipes/natural/05_weak_forms.py; default INIT's: voices/natural has it since 2026-12-06, so relabel a
-#        corpus's shards with stage 05 before continuing it)
+#        corpus's shards with stage 05 before continuing it), DUR_SHARDS (more dev shards for the duration
+#        calibration, space-separated: joe's, which TOKENS of the Kokoro corpus lack)
 # On a lent machine (the device tool), from the repository root, inside one call of <= 9 minutes:
 #   recipes/voice/gpu.sh path/to/tokens/mel22k "$OUT"
 # then, here: copy OUT/voice over voices/natural if its dev figures improve (recipes/voice/README.md); OUT/voice
@@ -48,6 +49,11 @@ PSTEPS="${PARALLEL_STEPS:-$(sed -n 's/^parallel_steps: *//p' "$INIT/config.yaml"
   --codec "$REPO/codecs/mel22k" --checker "$HERE/conf/checker_natural.yaml" --dtype float16 \
   --parallel-steps "${PSTEPS:-0}" \
   $([ "${WEAK_FORMS:-$(sed -n 's/^weak_forms: *//p' "$INIT/config.yaml")}" = true ] && echo --weak-forms)
+
+# Each speaker's durations put back to its teacher's total on the dev split (VoiceInfo.duration_scale; README.md,
+# "Duration calibration"); DUR_SHARDS adds held-out shards of speakers TOKENS lacks (joe's dev split).
+echo "== duration calibration -> $OUT/voice/config.yaml"
+"$PY" -m audiopd.train.duration_scale --voice "$OUT/voice" "${DEV[@]}" ${DUR_SHARDS:-} --write
 
 # The mel refiner learns the new weights' own mistakes (audiopd/model/refiner.py), starting from the refiner that
 # INIT ships; a voice without one would decode through the codec's blur alone.
