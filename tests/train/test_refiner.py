@@ -96,6 +96,18 @@ def test_train_ships_a_refiner_that_loads_and_resumes(tmp_path: Path, capsys) ->
     rec = yaml.safe_load((other / REFINER_CONFIG).read_text())["training"]
     assert rec["steps"] == 50 and rec["init"].startswith(f"the refiner of {voice}")
     assert "initial refiner" in rec["dev_l1"] and load_voice(other).refiner is not None
+    # A run that ends worse than where it started (a learning rate far too high) ships the initial weights.
+    from safetensors.torch import load_file
+
+    for name in ("refiner.yaml", "refiner.safetensors"):
+        (other / name).unlink()
+    artifacts.write_checksums(other)
+    assert refiner_main([*args, "--steps", "5", "--lr", "50", "--init-from", str(voice)]) == 0
+    assert "the initial weights ship" in capsys.readouterr().out
+    rec = yaml.safe_load((other / REFINER_CONFIG).read_text())["training"]
+    assert rec["this_run_steps"] == 0 and rec["dev_l1"]["after"] == rec["dev_l1"]["initial refiner"]
+    got, want = load_file(str(other / "refiner.safetensors")), load_file(str(voice / "refiner.safetensors"))
+    assert got.keys() == want.keys() and all(torch.equal(got[k], want[k]) for k in got)
     for name in ("refiner.yaml", "refiner.safetensors"):
         (other / name).unlink()
     artifacts.write_checksums(other)
