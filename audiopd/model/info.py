@@ -62,7 +62,7 @@ class VoiceInfo:
     # Each voice's predicted durations times this, in the order of ``voices``; () = 1 for all. A duration model
     # fitted to log(1 + d) predicts about the median duration, below the mean, so a speaker whose durations vary
     # more speaks faster than its teacher did: the factor is the development split's true frames over predicted
-    # ones (recipes/voice/duration_scale.py; recipes/voice/README.md, "Duration calibration").
+    # ones (python -m audiopd.train.duration_scale; recipes/voice/README.md, "Duration calibration").
     duration_scale: tuple[float, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:

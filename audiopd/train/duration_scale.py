@@ -4,9 +4,9 @@ duration model predicts, on held-out token shards, and optionally written into t
 Why: the duration predictor is fitted to log(1 + d) with a squared error (FastSpeech 2's target), so it predicts
 about the median of a phone's duration given its context, and the median lies below the mean: summed over a
 sentence the voice speaks faster than its teacher, most for the speaker whose durations vary most. On
-voices/natural's development split heart's predicted durations came to 1.9% below the aligned ones and adam's
-0.6% (recipes/voice/README.md, "Duration calibration"). One factor per speaker, from the split the voice was
-chosen on, puts the total back; the test split judges it.
+voices/natural's development split the predicted frames came to 2.5% below the aligned ones for heart, 1.3% for
+adam and 2.7% for joe (recipes/voice/README.md, "Duration calibration"). One factor per speaker, from the split
+the voice was chosen on, puts the total back; the test split judges it.
 
     python -m audiopd.train.duration_scale --voice voices/natural DATA/tokens/mel22k-weak/dev-*.safetensors [--write]
 """
