@@ -208,10 +208,7 @@ class LiteVoice:
         ``VoiceInfo.duration_scale`` unless given."""
         states, log_dur = self.encode(ids, speaker)
         if durations is None and self.info.duration_scale:
-            if speed <= 0:
-                raise ValueError(f"speed must be > 0, got {speed}")
-            self._check_speaker(speaker)
-            speed = np.float32(speed) / np.float32(self.info.duration_scale[int(speaker)])  # as the torch model
+            speed = self.info.scaled_speeds(speed, [speaker])[0]  # the torch model's float32 division
         dur = self.durations(log_dur, speed) if durations is None else np.asarray(durations, dtype=np.int64)
         return self.frames(states, dur, speaker), dur
 

@@ -7,10 +7,12 @@ Torch-free, so the torch-free inference path (``audiopd.lite``) and ``--help``-l
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from audiopd import artifacts
@@ -104,6 +106,13 @@ class VoiceInfo:
     def duration_factor(self, voice: str | int) -> float:
         """What ``voice``'s predicted durations are multiplied by (``duration_scale``; 1.0 where unset)."""
         return float(self.duration_scale[self.speaker_id(voice)]) if self.duration_scale else 1.0
+
+    def scaled_speeds(self, speed: float, speakers: Sequence[int]) -> np.ndarray:
+        """Per item, what its predicted durations are divided by: the caller's ``speed`` over its speaker's
+        ``duration_factor``, in float32, so that the torch and NumPy runtimes round to the same frames."""
+        if speed <= 0:
+            raise ValueError(f"speed must be > 0, got {speed}")
+        return np.float32(speed) / np.asarray([self.duration_factor(int(s)) for s in speakers], dtype=np.float32)
 
     def speaker_id(self, voice: str | int) -> int:
         """Speaker index for a voice name (or a valid index)."""

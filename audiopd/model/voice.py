@@ -113,11 +113,7 @@ class VoiceModel(nn.Module):
         if int(speakers.max()) >= self.cfg.num_speakers or int(speakers.min()) < 0:
             raise ValueError(f"speaker ids must lie in [0, {self.cfg.num_speakers})")
         if durations is None and self.info.duration_scale:
-            if speed <= 0:
-                raise ValueError(f"speed must be > 0, got {speed}")
-            # float32 division, as the NumPy runtime does it (audiopd.lite.voice): both give the same frames
-            scales = torch.tensor(self.info.duration_scale, dtype=torch.float32)[speakers]
-            speed = torch.tensor(speed, dtype=torch.float32) / scales
+            speed = torch.from_numpy(self.info.scaled_speeds(speed, speakers.tolist()))
         cond, _ = self.conditioner(phonemes, phone_mask, speakers, durations, speed)
         return cond
 
