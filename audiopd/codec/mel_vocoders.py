@@ -39,7 +39,7 @@ from audiopd import timing
 from audiopd.artifacts import sha256_file
 from audiopd.codec.mel_config import FastVocoderConfig, MelCodecConfig, mel_basis
 from audiopd.codec.harmonic import f0_from_logit, harmonic_magnitude, harmonic_phase
-from audiopd.codec.phase import fgla_phase, istft, scale, unit
+from audiopd.codec.phase import frame_fgla, frame_istft, istft, scale, unit
 from audiopd.codec.postfilter import FineStructureSharpener, exponents
 from audiopd.errors import ArtifactError
 
@@ -195,13 +195,14 @@ class FastVocoder(nn.Module):
         so training holds FGLA's phase fixed and asks which magnitude makes the best waveform with it."""
         if not self.phase_iters:
             return self.waveform(spec)
-        spec = with_closing_frame(spec)
-        mag, length = spec.abs(), (spec.shape[-1] - 1) * self.hop
+        # frames first from here on (audiopd.codec.phase.frame_fgla says why)
+        spec = with_closing_frame(spec).transpose(-1, -2).contiguous()
+        mag, length = spec.abs(), (spec.shape[-2] - 1) * self.hop
         with torch.no_grad(), timing.span(timing.CODEC_PHASE):
-            phase = fgla_phase(mag, unit(spec), n_fft=self.n_fft, hop=self.hop, iters=self.phase_iters,
+            phase = frame_fgla(mag, unit(spec), n_fft=self.n_fft, hop=self.hop, iters=self.phase_iters,
                                momentum=self.phase_momentum, length=length, window=self.window)
         with timing.span(timing.CODEC_ISTFT):
-            return istft(scale(phase, mag), self.n_fft, self.hop, self.window, length)
+            return frame_istft(scale(phase, mag), self.n_fft, self.hop, self.window, length)
 
     def decode_spectrum(self, mel: torch.Tensor) -> torch.Tensor:
         """The complex STFT that decoding synthesises: :meth:`spectrum`, its magnitude sharpened by the postfilter

@@ -16,6 +16,7 @@ settle closer (Peer, Welker & Gerkmann 2022 found ``alpha`` above 1 best for spe
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
 
 def stft(y: torch.Tensor, n_fft: int, hop: int, window: torch.Tensor) -> torch.Tensor:
@@ -68,12 +69,37 @@ def unit(spec: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
     return torch.where(mag > eps, spec / mag.clamp(min=eps), torch.ones_like(spec))
 
 
-def fgla_phase(mag: torch.Tensor, phase: torch.Tensor, *, n_fft: int, hop: int, length: int, iters: int,
-               momentum: float = 0.99, window: torch.Tensor | None = None) -> torch.Tensor:
-    """The phase factor ``[..., bins, frames]`` that ``iters`` FGLA iterations from the unit-complex ``phase``
-    settle on for magnitude ``mag`` (same shape): unit-complex, 0 where the last estimate is exactly 0.
-    ``iters = 0`` returns ``phase``. ``frames`` must be the STFT frame count of ``length`` samples
-    (``length // hop + 1``)."""
+def frame_stft(y: torch.Tensor, n_fft: int, hop: int, window: torch.Tensor) -> torch.Tensor:
+    """:func:`stft` frames first: ``[..., frames, n_fft // 2 + 1]``, each frame's spectrum a contiguous row."""
+    lead = y.shape[:-1]
+    padded = F.pad(y.reshape(-1, 1, y.shape[-1]), (n_fft // 2, n_fft // 2), mode="reflect")[:, 0]
+    spec = torch.fft.rfft(padded.unfold(-1, n_fft, hop) * window, dim=-1)
+    return spec.reshape(*lead, *spec.shape[-2:])
+
+
+def frame_istft(spec: torch.Tensor, n_fft: int, hop: int, window: torch.Tensor, length: int) -> torch.Tensor:
+    """:func:`istft` of a frames-first spectrum ``[..., frames, n_fft // 2 + 1]`` (``hop`` dividing ``n_fft``)."""
+    lead, frames = spec.shape[:-2], spec.shape[-2]
+    if n_fft % hop or window.shape[-1] != n_fft or length > (frames - 1) * hop + n_fft // 2:
+        return istft(spec.transpose(-1, -2), n_fft, hop, window, length)
+    overlap = n_fft // hop
+    blocks = torch.fft.irfft(spec.reshape(-1, frames, spec.shape[-1]), n=n_fft, dim=-1)
+    blocks = (blocks * window).view(-1, frames, overlap, hop)  # not in place: irfft's output may carry a graph
+    out = blocks.new_zeros(blocks.shape[0], frames + overlap - 1, hop)
+    envelope = window.new_zeros(frames + overlap - 1, hop)
+    squared = (window * window).view(overlap, hop)
+    for k in range(overlap):
+        out[:, k:k + frames] += blocks[:, :, k]
+        envelope[k:k + frames] += squared[k]
+    start = n_fft // 2
+    envelope = envelope.view(-1)[start:start + length]
+    if length and float(envelope.min()) < 1e-11:
+        raise ValueError("istft: the window's overlap-add is zero somewhere, so the STFT cannot be inverted")
+    return (out.view(out.shape[0], -1)[:, start:start + length] / envelope).reshape(*lead, length)
+
+
+def _check(mag: torch.Tensor, phase: torch.Tensor, n_fft: int, hop: int, length: int, iters: int,
+           momentum: float) -> None:
     if iters < 0:
         raise ValueError(f"iters must be >= 0, got {iters}")
     if not 0.0 <= momentum < 2.0:
@@ -81,15 +107,26 @@ def fgla_phase(mag: torch.Tensor, phase: torch.Tensor, *, n_fft: int, hop: int, 
     if mag.shape != phase.shape or mag.shape[-2] != n_fft // 2 + 1 or mag.shape[-1] != length // hop + 1:
         raise ValueError(f"mag {tuple(mag.shape)} and phase {tuple(phase.shape)} do not fit n_fft {n_fft}, "
                          f"hop {hop}, {length} samples")
-    window = torch.hann_window(n_fft, device=mag.device) if window is None else window
+
+
+def frame_fgla(mag: torch.Tensor, phase: torch.Tensor, *, n_fft: int, hop: int, length: int, iters: int,
+               momentum: float, window: torch.Tensor) -> torch.Tensor:
+    """FGLA on frames-first ``mag`` and unit-complex ``phase`` ``[..., frames, bins]`` (arguments unchecked): the
+    settled unit phase, frames first (``phase`` itself when ``iters`` is 0).
+
+    Frames first because torch's FFTs run over the last axis: in torch's ``[bins, frames]`` layout every
+    iteration transposed a spectrum into the iSTFT and another out of the STFT, ~25% of FGLA's time (12
+    iterations on 918 frames, 2 threads: ~147 against ~104 ms, scratch timing on this project's machine; the
+    result the same to float rounding). The momentum step is one ``lerp`` over the real pairs:
+    ``c_{n-1} + (1 + alpha)(c_n - c_{n-1}) = c_n + alpha (c_n - c_{n-1})``."""
     spec, previous = scale(phase, mag), None
-    # Fused and in place where it is safe: the elementwise steps cost about as much as the STFTs (12 iterations
-    # on 3.6 s at two threads took ~31 ms unfused, ~24 ms fused, on this project's 2-core machine; on 4 s, ~28 ms
-    # before this module's own istft and torch.sgn, ~20 ms after).
     for i in range(iters):
-        rebuilt = stft(istft(spec, n_fft, hop, window, length), n_fft, hop, window)
-        # t_n = c_n + alpha (c_n - c_{n-1})
-        accelerated = rebuilt if previous is None else torch.sub(rebuilt, previous).mul_(momentum).add_(rebuilt)
+        rebuilt = frame_stft(frame_istft(spec, n_fft, hop, window, length), n_fft, hop, window)
+        if previous is None:  # t_0 = c_0
+            accelerated = rebuilt
+        else:
+            pairs = torch.lerp(torch.view_as_real(previous), torch.view_as_real(rebuilt), 1.0 + momentum)
+            accelerated = torch.view_as_complex(pairs)
         previous = rebuilt
         direction = torch.sgn(accelerated)  # z / |z|, 0 at 0: one pass, half the cost of abs() here
         if i == iters - 1:
@@ -98,15 +135,32 @@ def fgla_phase(mag: torch.Tensor, phase: torch.Tensor, *, n_fft: int, hop: int, 
     return phase
 
 
+def fgla_phase(mag: torch.Tensor, phase: torch.Tensor, *, n_fft: int, hop: int, length: int, iters: int,
+               momentum: float = 0.99, window: torch.Tensor | None = None) -> torch.Tensor:
+    """The phase factor ``[..., bins, frames]`` that ``iters`` FGLA iterations from the unit-complex ``phase``
+    settle on for magnitude ``mag`` (same shape): unit-complex, 0 where the last estimate is exactly 0.
+    ``iters = 0`` returns ``phase``. ``frames`` must be the STFT frame count of ``length`` samples
+    (``length // hop + 1``)."""
+    _check(mag, phase, n_fft, hop, length, iters, momentum)
+    if iters == 0:
+        return phase
+    window = torch.hann_window(n_fft, device=mag.device) if window is None else window
+    settled = frame_fgla(mag.transpose(-1, -2).contiguous(), phase.transpose(-1, -2).contiguous(), n_fft=n_fft,
+                         hop=hop, length=length, iters=iters, momentum=momentum, window=window)
+    return settled.transpose(-1, -2)
+
+
 def fast_griffin_lim(mag: torch.Tensor, phase: torch.Tensor, *, n_fft: int, hop: int, length: int, iters: int,
                      momentum: float = 0.99, window: torch.Tensor | None = None) -> torch.Tensor:
     """Audio ``[..., length]`` whose STFT magnitude approaches ``mag`` ``[..., bins, frames]`` after ``iters`` FGLA
     iterations from the unit-complex ``phase`` (same shape); ``iters = 0`` inverts ``mag * phase`` as it is.
     ``frames`` must be the STFT frame count of ``length`` samples (``length // hop + 1``)."""
+    _check(mag, phase, n_fft, hop, length, iters, momentum)
     window = torch.hann_window(n_fft, device=mag.device) if window is None else window
-    settled = fgla_phase(mag, phase, n_fft=n_fft, hop=hop, length=length, iters=iters, momentum=momentum,
-                         window=window)
-    return istft(scale(settled, mag), n_fft, hop, window, length)
+    mag_f = mag.transpose(-1, -2).contiguous()
+    settled = frame_fgla(mag_f, phase.transpose(-1, -2).contiguous(), n_fft=n_fft, hop=hop, length=length,
+                         iters=iters, momentum=momentum, window=window)
+    return frame_istft(scale(settled, mag_f), n_fft, hop, window, length)
 
 
 def spectral_convergence(y: torch.Tensor, mag: torch.Tensor, n_fft: int, hop: int) -> float:
