@@ -57,7 +57,11 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see '{self.prog} --help')")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argparse tree of every registered subcommand; with ``command`` (a first word, "say" or "codec"), only
+    that command's subcommands get their arguments, the others their names and help. Several commands import
+    their modules to declare their options (render ~60 ms, bench ~60 ms, on a one-off ``audiopd say``'s cold
+    start on this project's 2-core machine), and one run parses one command's."""
     parser = _Parser(prog=PROG, description="Offline text-to-speech on codec tokens with parallel decoding.")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     top = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -73,14 +77,17 @@ def build_parser() -> argparse.ArgumentParser:
                 groups[key] = group.add_subparsers(dest=f"_sub{depth}", metavar="SUBCOMMAND", parser_class=_Parser)
             container = groups[key]
         p = container.add_parser(words[-1], help=sub.help, description=sub.help)
-        sub.configure(p)
+        if command is None or words[0] == command:
+            sub.configure(p)
         p.set_defaults(_handler=sub.run)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 success, 2 user error)."""
-    parser = build_parser()
+    words = list(sys.argv[1:] if argv is None else argv)
+    # The command is the first word unless that is an option (--help, --version): then every command is built.
+    parser = build_parser(words[0] if words and not words[0].startswith("-") else None)
     try:
         args = parser.parse_args(argv)
         handler: Handler | None = getattr(args, "_handler", None)

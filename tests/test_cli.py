@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 from pathlib import Path
 
 import numpy as np
@@ -192,6 +194,25 @@ def test_subcommands_are_registered() -> None:
     assert {"codec roundtrip", "codec list", "phonemize"} <= set(SUBCOMMANDS)
     for sub in SUBCOMMANDS.values():
         assert sub.help and callable(sub.run)
+
+
+def test_a_run_builds_only_its_own_commands_arguments() -> None:
+    """``main`` builds the arguments of the command it runs only (the others' modules stay unimported on a
+    one-off ``say``); every command still parses when it is the one asked for."""
+    from audiopd.subcommands import build_parser
+
+    def options(parser, *path):
+        for word in path:
+            parser = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[word]
+        return {s for a in parser._actions for s in a.option_strings}
+
+    say_only = build_parser("say")
+    assert "--voice" in options(say_only, "say")
+    assert options(say_only, "render") == {"-h", "--help"}
+    assert options(say_only, "codec", "roundtrip") == {"-h", "--help"}
+    every = build_parser()
+    for path in (("say",), ("render",), ("codec", "roundtrip")):
+        assert options(every, *path) == options(build_parser(path[0]), *path) != {"-h", "--help"}
 
 
 # ------------------------------------------------------------------------------------- phonemize

@@ -133,3 +133,38 @@ def test_letter_to_sound_accuracy_on_dictionary_sample() -> None:
         errors += _edit_distance(hyp, ref)
         total += len(ref)
     assert errors / total < 0.25
+
+
+def test_a_scan_finds_what_the_parsed_dictionary_holds() -> None:
+    """Before the whole dictionary is parsed, words are found by a scan of its text; both must give the first
+    pronunciation of every word, and None for alternatives ("word(2)"), the empty word and words with spaces."""
+    import random
+
+    from audiopd.text.g2p import _dictionary, _scan
+
+    entries = _dictionary()
+    words = sorted(entries)
+    sample = words[:50] + words[-50:] + random.Random(7).sample(words, 2000)
+    for w in sample:
+        assert _scan(w) == entries[w], w
+    for w in ("a(2)", "read(2)", "hello there", "hello\nthere", ""):
+        assert lookup(w) is None, w
+    for w in ("zzzzqx", "#", "'", "a's", "abbott's"):
+        assert _scan(w) == entries.get(w), w
+    assert lookup("HeLLo") == entries["hello"]
+
+
+def test_lookup_parses_the_dictionary_only_for_many_words(monkeypatch) -> None:
+    """A sentence's few words are scanned; past ``SCAN_LIMIT`` distinct words (a batch) the dictionary is parsed
+    once and read from then on, with the same answers."""
+    from audiopd.text import g2p
+
+    g2p._dictionary.cache_clear()
+    g2p._scan.cache_clear()
+    monkeypatch.setattr(g2p, "SCAN_LIMIT", 3)
+    assert g2p.lookup("hello") == ("HH", "AH0", "L", "OW1")
+    assert g2p._dictionary.cache_info().currsize == 0  # one word: scanned, nothing parsed
+    for w in ("there", "how", "are"):
+        g2p.lookup(w)
+    assert g2p.lookup("you") == ("Y", "UW1")
+    assert g2p._dictionary.cache_info().currsize == 1
