@@ -100,6 +100,11 @@ def _scan(word: str) -> tuple[str, ...] | None:
     return _phones(text[at + 1 + len(word) + 1 : end if end >= 0 else len(text)])
 
 
+def load_dictionary() -> None:
+    """Parse the whole dictionary now, so that every later lookup reads it (a long-lived process's choice)."""
+    _dictionary()
+
+
 def lookup(word: str) -> tuple[str, ...] | None:
     """The CMU dictionary's first pronunciation of ``word`` (any case), or None when absent."""
     key = word.lower()

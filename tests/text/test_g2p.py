@@ -168,3 +168,17 @@ def test_lookup_parses_the_dictionary_only_for_many_words(monkeypatch) -> None:
         g2p.lookup(w)
     assert g2p.lookup("you") == ("Y", "UW1")
     assert g2p._dictionary.cache_info().currsize == 1
+
+
+def test_the_torch_facade_parses_the_dictionary_at_load() -> None:
+    """A long-lived process (``audiopd.load``: server, render, bench) reads the parsed dictionary from its first
+    text on instead of scanning for each new word."""
+    import audiopd
+    from audiopd.text import g2p
+
+    g2p._dictionary.cache_clear()
+    g2p._scan.cache_clear()
+    audiopd.load("natural")
+    assert g2p._dictionary.cache_info().currsize == 1
+    g2p.lookup("hello")
+    assert g2p._scan.cache_info().currsize == 0
