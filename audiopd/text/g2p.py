@@ -83,7 +83,7 @@ def _phones(pron: str) -> tuple[str, ...]:
 
 
 # Words looked up by a scan of the text before the whole dictionary is parsed. A one-off sentence needs a dozen
-# words, ~1 ms each by ``str.find``, where the parse costs ~0.33 s (a third of a cold ``audiopd say`` on this
+# words, ~1-2 ms each by ``str.find``, where the parse costs ~0.33 s (a third of a cold ``audiopd say`` on this
 # project's 2-core machine); a batch parses once it has scanned this many distinct words.
 SCAN_LIMIT = 256
 
