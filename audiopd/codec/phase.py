@@ -117,7 +117,8 @@ def frame_fgla(mag: torch.Tensor, phase: torch.Tensor, *, n_fft: int, hop: int, 
     Frames first because torch's FFTs run over the last axis: in torch's ``[bins, frames]`` layout every
     iteration transposed a spectrum into the iSTFT and another out of the STFT. The fast decoder's phase and
     iSTFT, 12 iterations, 2 threads, the two layouts interleaved: 131 against 117 ms at 918 frames, 218 against
-    184 at 1,722 (CHANGELOG, 2026-12-07; the audio the same to float rounding). The momentum step is one ``lerp`` over the real pairs:
+    184 at 1,722 (CHANGELOG, 2026-12-07; the audio the same to float rounding). The momentum step is one
+    ``lerp`` over the real pairs:
     ``c_{n-1} + (1 + alpha)(c_n - c_{n-1}) = c_n + alpha (c_n - c_{n-1})``."""
     spec, previous = scale(phase, mag), None
     for i in range(iters):

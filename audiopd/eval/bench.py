@@ -349,7 +349,8 @@ def run_bench(tts, cfg: BenchConfig | None = None, *, speaker: str | None = None
                     "serial_over_parallel": round(ser / par, 3) if par > 0 else None,
                 })
                 if peers:
-                    cells[-1]["peers"] = {name: bench_peers.summarize(rs, par, ser, summary[PARALLEL]["rtf"])
+                    walls = [r["wall_s"] for r in runs[PARALLEL]]
+                    cells[-1]["peers"] = {name: bench_peers.summarize(rs, par, ser, summary[PARALLEL]["rtf"], walls)
                                           for name, rs in peer_runs.items()}
                 log(f"{target:g} s x {batch}: audio {audio / batch:.2f} s, parallel {par:.3f} s, serial {ser:.3f} s"
                     + "".join(f", {n} {p['median_s']:.3f} s" for n, p in cells[-1].get("peers", {}).items()))

@@ -110,18 +110,30 @@ def _ratio(a: float, b: float) -> float:
 
 
 def summarize(runs: list[dict[str, float]], parallel_s: float, serial_s: float,
-              parallel_rtf: float | None) -> dict[str, Any]:
+              parallel_rtf: float | None, parallel_walls: Sequence[float] = ()) -> dict[str, Any]:
+    """A peer's figures in one cell. With ``parallel_walls`` (audiopd parallel's timed calls, one per round, in
+    the order of ``runs``), ``over_parallel_rounds`` holds the ratio of each round's pair: their min and max say
+    how far one call moves the ratio on this machine (single calls spread +-20% on a shared 2-core VM, so a
+    ratio of medians is good to about that much; ``samples/measured.md``)."""
     wall = [r["wall_s"] for r in runs]
     med = statistics.median(wall)
     audio = runs[0]["audio_s"]
     rtf = med / audio if audio > 0 else None
-    return {
+    out = {
         "wall_s": [round(w, 4) for w in wall], "median_s": round(med, 4), "audio_s": round(audio, 3),
         "rtf": None if rtf is None else round(rtf, 4),
         "over_parallel": _ratio(med, parallel_s) if parallel_s > 0 else None,
         "over_serial": _ratio(med, serial_s) if serial_s > 0 else None,
         "rtf_over_parallel": _ratio(rtf, parallel_rtf) if rtf and parallel_rtf else None,
     }
+    if len(parallel_walls) == len(wall) and all(p > 0 for p in parallel_walls):
+        out["over_parallel_rounds"] = [_ratio(w, p) for w, p in zip(wall, parallel_walls)]
+    return out
+
+
+def _range(p: Mapping[str, Any]) -> str:
+    rounds = p.get("over_parallel_rounds") or []
+    return f" ({min(rounds):.2f}-{max(rounds):.2f})" if len(rounds) > 1 else ""
 
 
 def markdown_table(report: Mapping[str, Any]) -> str:
@@ -139,7 +151,7 @@ def markdown_table(report: Mapping[str, Any]) -> str:
                f"{m['serial']['rtf']:.3f}"]
         for name in names:
             p = c["peers"][name]
-            row += [f"{p['audio_s'] / c['batch']:.2f}", f"{p['rtf']:.3f}", f"{p['over_parallel']:.2f}x",
+            row += [f"{p['audio_s'] / c['batch']:.2f}", f"{p['rtf']:.3f}", f"{p['over_parallel']:.2f}x{_range(p)}",
                     f"{p['over_serial']:.2f}x"]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
@@ -148,5 +160,6 @@ def markdown_table(report: Mapping[str, Any]) -> str:
 def print_table(report: Mapping[str, Any]) -> None:
     info = report["peers"]
     print(f"\npeers on the same texts, {info['threads']} thread(s) (load s, not timed: {info['load_s']}); "
-          "peer / parallel = peer wall time over parallel's (> 1: audiopd parallel is faster)")
+          "peer / parallel = peer wall time over parallel's (> 1: audiopd parallel is faster), the median's ratio and "
+          "in brackets the lowest and highest of the rounds' paired ratios")
     print(markdown_table(report))

@@ -67,9 +67,22 @@ def test_peers_run_interleaved_on_the_same_texts(tts, monkeypatch, rewarm):
             assert p["rtf"] == pytest.approx(p["median_s"] / p["audio_s"], rel=0.01, abs=1e-4)
             assert p["over_parallel"] == pytest.approx(p["median_s"] / par["median_s"], rel=0.02)
             assert p["over_serial"] == pytest.approx(p["median_s"] / ser["median_s"], rel=0.02)
+            # each round's peer call over the parallel call of the same round
+            assert p["over_parallel_rounds"] == pytest.approx(
+                [w / q for w, q in zip(p["wall_s"], par["wall_s"])], rel=0.02)
     report["peers"] = {"load_s": {"fake:a": 0.1, "fake:b": 0.2}, "threads": 1}
     table = bench_peers.markdown_table(report).splitlines()
     assert len(table) == 2 + len(report["cells"]) and "fake:b / parallel" in table[0]
+    rounds = report["cells"][0]["peers"]["fake:a"]["over_parallel_rounds"]
+    assert f"({min(rounds):.2f}-{max(rounds):.2f})" in table[2]
+
+
+def test_paired_ratios_need_one_parallel_call_per_round() -> None:
+    runs = [{"wall_s": 2.0, "audio_s": 1.0}, {"wall_s": 3.0, "audio_s": 1.0}]
+    paired = bench_peers.summarize(runs, 1.0, 4.0, 0.5, [1.0, 2.0])
+    assert paired["over_parallel_rounds"] == [2.0, 1.5] and paired["over_parallel"] == 2.5
+    assert "over_parallel_rounds" not in bench_peers.summarize(runs, 1.0, 4.0, 0.5)
+    assert "over_parallel_rounds" not in bench_peers.summarize(runs, 1.0, 4.0, 0.5, [1.0])
 
 
 def test_no_peers_no_peer_fields(tts):
