@@ -20,6 +20,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from audiopd.errors import NothingToSpeakError, TextLimitError
+from audiopd.text import g2p
 from audiopd.text.g2p import WEAK_FORMS, g2p_word, is_spelled
 from audiopd.text.normalize import normalize_text
 from audiopd.text.symbols import BOS, EOS, PUNCTUATION, WORD_BOUNDARY, symbols_to_ids
@@ -144,8 +145,11 @@ def phonemize(text: str, *, weak_forms: bool = False) -> Phonemized:
     words: list[WordSpan] = []
     pending_punct: str | None = None
     items = list(_items(normalized))
-    for n, item in enumerate(w for w in items if w not in _PUNCT):
-        _check_word(item, n)
+    n_words = 0
+    for n_words, item in enumerate((w for w in items if w not in _PUNCT), 1):
+        _check_word(item, n_words - 1)
+    if n_words > g2p.SCAN_WORDS:  # a long text: parsing the pronouncing dictionary beats scanning it per word
+        g2p.load_dictionary()
     for i, item in enumerate(items):
         if item in _PUNCT:
             if words:  # leading punctuation carries no pause worth a token

@@ -83,9 +83,12 @@ def _phones(pron: str) -> tuple[str, ...]:
 
 
 # Words looked up by a scan of the text before the whole dictionary is parsed. A one-off sentence needs a dozen
-# words, ~1-2 ms each by ``str.find``, where the parse costs ~0.33 s (a third of a cold ``audiopd say`` on this
+# words, ~1-2 ms each by ``str.find``, where the parse costs ~0.3 s (a third of a cold ``audiopd say`` on this
 # project's 2-core machine); a batch parses once it has scanned this many distinct words.
 SCAN_LIMIT = 256
+# A text of more words than this has the dictionary parsed before its words are looked up (``frontend.phonemize``):
+# a scan costs ~2 ms a word here, so sixty words cost under half the parse, and a longer text more.
+SCAN_WORDS = 60
 
 
 @functools.lru_cache(maxsize=SCAN_LIMIT)

