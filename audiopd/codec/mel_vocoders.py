@@ -163,15 +163,21 @@ class FastVocoder(nn.Module):
         envelope, noise = torch.exp(x[:, :bins].clamp(max=5.0)), torch.exp(x[:, bins:2 * bins].clamp(max=5.0))
         return f0_from_logit(x[:, -2]), x[:, -1], envelope, noise
 
-    def harmonic_spectrum(self, mel: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The harmonic head's complex STFT (its magnitude, the harmonics' phase) with its F0 and voicing logit."""
+    def harmonic_parts(self, mel: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """The harmonic head's magnitude ``[B, bins, T]`` and unit-complex phase (the harmonics'), F0 and voicing
+        logit ``[B, T]``."""
         with timing.span(timing.CODEC_HARMONIC):  # less the net inside it, which records its own span
             f0, voicing, envelope, noise = self.harmonic_params(mel)
             mag = harmonic_magnitude(f0, torch.sigmoid(voicing), envelope, noise, n_fft=self.n_fft,
                                      sample_rate=self.sample_rate)
             phase = harmonic_phase(f0, bins=mag.shape[1], n_fft=self.n_fft, hop=self.hop,
                                    sample_rate=self.sample_rate)
-            return mag * phase, f0, voicing
+            return mag, phase, f0, voicing
+
+    def harmonic_spectrum(self, mel: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The harmonic head's complex STFT (its magnitude, the harmonics' phase) with its F0 and voicing logit."""
+        mag, phase, f0, voicing = self.harmonic_parts(mel)
+        return mag * phase, f0, voicing
 
     def spectrum(self, mel: torch.Tensor) -> torch.Tensor:
         """Complex STFT ``[B, n_fft // 2 + 1, T]`` predicted from ``mel``."""
@@ -195,26 +201,44 @@ class FastVocoder(nn.Module):
         so training holds FGLA's phase fixed and asks which magnitude makes the best waveform with it."""
         if not self.phase_iters:
             return self.waveform(spec)
+        return self.synthesize_parts(spec.abs(), unit(spec))
+
+    def synthesize_parts(self, mag: torch.Tensor, phase: torch.Tensor) -> torch.Tensor:
+        """:meth:`synthesize` of the spectrum ``mag * phase`` given as its magnitude and unit phase ``[B, bins, T]``:
+        decoding has them apart (the harmonic head draws them apart), and rebuilding them from their product
+        costs a complex ``abs`` and a division per bin, torch's slowest elementwise kernels here."""
+        if not self.phase_iters:
+            return self.waveform(scale(phase, mag))
         # frames first from here on (audiopd.codec.phase.frame_fgla says why)
-        spec = with_closing_frame(spec).transpose(-1, -2).contiguous()
-        mag, length = spec.abs(), (spec.shape[-2] - 1) * self.hop
-        with torch.no_grad(), timing.span(timing.CODEC_PHASE):
-            phase = frame_fgla(mag, unit(spec), n_fft=self.n_fft, hop=self.hop, iters=self.phase_iters,
-                               momentum=self.phase_momentum, length=length, window=self.window)
+        mag = with_closing_frame(mag).transpose(-1, -2).contiguous()
+        phase = with_closing_frame(phase).transpose(-1, -2).contiguous()
+        length = (mag.shape[-2] - 1) * self.hop
+        with timing.span(timing.CODEC_PHASE):
+            settled = frame_fgla(mag, phase, n_fft=self.n_fft, hop=self.hop, iters=self.phase_iters,
+                                 momentum=self.phase_momentum, length=length, window=self.window)
         with timing.span(timing.CODEC_ISTFT):
-            return frame_istft(scale(phase, mag), self.n_fft, self.hop, self.window, length)
+            return frame_istft(scale(settled, mag), self.n_fft, self.hop, self.window, length)
+
+    def decode_parts(self, mel: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The magnitude and unit phase ``[B, bins, T]`` that decoding synthesises: the head's, the magnitude
+        sharpened by the postfilter when the config asks for it (``FastVocoderConfig.sharpens``)."""
+        if self.harmonic:
+            mag, phase = self.harmonic_parts(mel)[:2]
+        else:
+            spec = self.spectrum(mel)
+            mag, phase = spec.abs(), unit(spec)
+        if self.sharpen is not None:
+            with timing.span(timing.CODEC_POSTFILTER):
+                mag = self.sharpen(mag)
+        return mag, phase
 
     def decode_spectrum(self, mel: torch.Tensor) -> torch.Tensor:
-        """The complex STFT that decoding synthesises: :meth:`spectrum`, its magnitude sharpened by the postfilter
-        when the config asks for it (``FastVocoderConfig.sharpens``; its phase kept)."""
-        spec = self.spectrum(mel)
-        if self.sharpen is None:
-            return spec
-        with timing.span(timing.CODEC_POSTFILTER):
-            return scale(unit(spec), self.sharpen(spec.abs()))
+        """The complex STFT that decoding synthesises (:meth:`decode_parts` multiplied out)."""
+        mag, phase = self.decode_parts(mel)
+        return scale(phase, mag)
 
     def forward(self, mel: torch.Tensor) -> torch.Tensor:
-        return self.synthesize(self.decode_spectrum(mel))
+        return self.synthesize_parts(*self.decode_parts(mel))
 
 
 def postfilter(cfg: MelCodecConfig) -> FineStructureSharpener | None:

@@ -49,7 +49,10 @@ class MaskedCodecTransformer(nn.Module):
         b, q, t = codes.shape
         if q != self.num_codebooks:
             raise ValueError(f"expected {self.num_codebooks} levels, got {q}")
-        x = self.code_embed(codes.long() + self.level_offsets).sum(1)  # [B, T, D]
+        # One bag of Q rows per frame, summed in the gather: the same sums as embedding(...).sum(1) without the
+        # [B, Q, T, D] intermediate (49 against 136 us at 85 frames, 161 against 758 at 430; CHANGELOG 2026-12-07).
+        bags = (codes.long() + self.level_offsets).transpose(1, 2).reshape(b * t, q)
+        x = F.embedding_bag(bags, self.code_embed.weight, mode="sum").view(b, t, -1)  # [B, T, D]
         if isinstance(target_level, int):
             target_level = torch.full((b,), target_level, dtype=torch.long, device=codes.device)
         # The condition is float32; a bfloat16 copy of this model (model.precision) computes in its own dtype.

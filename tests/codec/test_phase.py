@@ -162,3 +162,28 @@ def test_fgla_phase_is_the_plain_transcription_of_the_algorithm() -> None:
     assert ours.shape == mag.shape
     # float rounding, amplified by five iterations in the faintest bins: compare the spectra the phases make
     assert float(torch.linalg.norm(mag * (ours - phase)) / torch.linalg.norm(mag)) < 1e-5
+
+
+def test_fgla_keeps_a_silent_bin_silent_and_its_gain_matches_istfts_own() -> None:
+    """Where the estimate is exactly 0 (a silent input) the magnitude step leaves 0, as ``sgn`` does, never NaN;
+    and the overlap-add gain FGLA builds once is the one every plain iSTFT divides by."""
+    from audiopd.codec.phase import fgla_phase, frame_istft, frame_stft, ola_gain
+
+    y = voiced()
+    window = torch.hann_window(N_FFT)
+    mag = stft(y, N_FFT, HOP, window).abs()
+    silence = torch.zeros_like(y)
+    start = random_phase(mag.shape)
+    ours = fgla_phase(mag, start, n_fft=N_FFT, hop=HOP, length=len(y), iters=4, momentum=1.1)
+    assert torch.isfinite(torch.view_as_real(ours)).all()
+    quiet = fgla_phase(torch.zeros_like(mag), start, n_fft=N_FFT, hop=HOP, length=len(silence), iters=3,
+                       momentum=1.1)
+    assert torch.equal(quiet, torch.zeros_like(quiet))  # all-zero estimates: 0, not NaN
+    spec = frame_stft(y, N_FFT, HOP, window)
+    frames = spec.shape[-2]
+    gain = ola_gain(window, N_FFT, HOP, frames, len(y))
+    torch.testing.assert_close(frame_istft(spec, N_FFT, HOP, window, len(y), gain),
+                               frame_istft(spec, N_FFT, HOP, window, len(y)))
+    torch.testing.assert_close(frame_istft(spec, N_FFT, HOP, window, len(y)), y, atol=1e-5, rtol=1e-4)
+    with pytest.raises(ValueError, match="overlap-add is zero"):
+        ola_gain(torch.zeros(N_FFT), N_FFT, HOP, frames, len(y))

@@ -33,6 +33,27 @@ def test_head_selection_agrees() -> None:
     torch.testing.assert_close(model.masked.level_logits(h, [3, 1])[:, 0], all_levels[:, 3])
 
 
+def test_a_frame_embeds_as_the_sum_of_its_levels_rows() -> None:
+    """``hidden`` sums one row per level in the gather (``embedding_bag``): the body's input is the levels'
+    embeddings added one by one, plus the condition and the target level's embedding."""
+    model = tiny_voice()
+    masked = model.masked
+    cond = _cond(model)
+    codes = torch.randint(0, TINY.cardinality + 1, (2, TINY.num_codebooks, cond.num_frames))
+    captured = []
+    handle = masked.body.register_forward_pre_hook(lambda _m, args: captured.append(args[0]))
+    try:
+        with torch.no_grad():
+            masked.hidden(codes, cond, 1)
+    finally:
+        handle.remove()
+    c = TINY.cardinality + 1
+    rows = sum(masked.code_embed.weight[codes[:, q] + q * c] for q in range(TINY.num_codebooks))  # [B, T, D]
+    with torch.no_grad():
+        expected = rows + masked.cond_proj(cond.frames) + masked.target_level.weight[1]
+    torch.testing.assert_close(captured[0], expected)
+
+
 @pytest.mark.parametrize("chunk", [1, 7, 512])
 def test_greedy_is_the_argmax_of_the_logits(chunk: int) -> None:
     model = tiny_voice()
