@@ -37,26 +37,29 @@ def as_codes(tokens: np.ndarray | Sequence[Sequence[int]]) -> np.ndarray:
 def repetition_ratio(codes: np.ndarray, n: int = 3, window: int = 50) -> tuple[float, list[int]]:
     """Fraction of non-constant level-0 n-grams seen within the previous ``window`` frames.
 
-    Returns (ratio, start frames of the repeated n-grams).
+    Returns (ratio, start frames of the repeated n-grams). An n-gram repeats when its latest earlier occurrence
+    starts no more than ``window`` frames before it and does not overlap it (a run is not a repeat). In NumPy:
+    each n-gram is one integer, a stable sort by it puts every occurrence right after its latest earlier one.
     """
-    seq = codes[0]
-    total = len(seq) - n + 1
+    total = len(codes[0]) - n + 1
     if total <= 0:
         return 0.0, []
-    last_seen: dict[tuple[int, ...], int] = {}
-    repeated: list[int] = []
-    counted = 0
-    for i in range(total):
-        gram = tuple(int(v) for v in seq[i : i + n])
-        if len(set(gram)) == 1:
-            continue
-        counted += 1
-        j = last_seen.get(gram)
-        # j + n <= i: the earlier occurrence must not overlap this one (a run, not a repeat).
-        if j is not None and j + n <= i and i - j <= window:
-            repeated.append(i)
-        last_seen[gram] = i
-    return (len(repeated) / counted if counted else 0.0), repeated
+    values, seq = np.unique(np.asarray(codes[0], dtype=np.int64), return_inverse=True)  # ids 0..base-1
+    base = len(values)  # base ** n <= frames ** n: fits 64 bits up to a million frames at n = 3
+    keys = np.zeros(total, dtype=np.int64)
+    varied = np.zeros(total, dtype=bool)
+    for m in range(n):
+        keys = keys * base + seq[m: m + total]
+        if m:
+            varied |= seq[m: m + total] != seq[:total]
+    order = np.argsort(keys, kind="stable")  # equal keys stay in frame order
+    previous = np.full(total, -1, dtype=np.int64)
+    same = keys[order[1:]] == keys[order[:-1]]
+    previous[order[1:][same]] = order[:-1][same]
+    start = np.arange(total)
+    repeated = varied & (previous >= 0) & (previous + n <= start) & (start - previous <= window)
+    counted = int(varied.sum())
+    return (float(repeated.sum()) / counted if counted else 0.0), np.flatnonzero(repeated).tolist()
 
 
 def _frame_spans(frames: Sequence[int], rate: float, length: int, merge: int = 3) -> tuple[tuple[float, float], ...]:

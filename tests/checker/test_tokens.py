@@ -36,6 +36,36 @@ def test_constant_runs_do_not_count_as_repetition() -> None:
     assert tok.repetition_ratio(codes, n=3, window=50)[0] < 0.05
 
 
+def _repetition_loop(seq: np.ndarray, n: int, window: int) -> tuple[float, list[int]]:
+    """The definition, one n-gram at a time: the reference ``repetition_ratio`` is tested against."""
+    last_seen: dict[tuple[int, ...], int] = {}
+    repeated, counted = [], 0
+    for i in range(len(seq) - n + 1):
+        gram = tuple(int(v) for v in seq[i:i + n])
+        if len(set(gram)) == 1:
+            continue
+        counted += 1
+        j = last_seen.get(gram)
+        if j is not None and j + n <= i and i - j <= window:
+            repeated.append(i)
+        last_seen[gram] = i
+    return (len(repeated) / counted if counted else 0.0), repeated
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_repetition_ratio_is_the_one_gram_at_a_time_definition(seed: int) -> None:
+    """Loops, runs, overlapping grams, grams seen twice outside the window, negative ids, every n."""
+    rng = np.random.default_rng(seed)
+    t = int(rng.integers(1, 400))
+    seq = rng.integers(-2, int(rng.choice([3, 12, 1024])), size=t)  # a small alphabet repeats often
+    if t > 60:
+        seq[20:60] = np.tile(seq[10:18], 5)  # a loop
+        seq[30:38] = seq[30]  # a run inside it
+    for n in (1, 2, 3, 4):
+        for window in (3, 50, 1000):
+            assert tok.repetition_ratio(seq[None], n=n, window=window) == _repetition_loop(seq, n, window)
+
+
 @pytest.mark.parametrize(("low_frac", "fails"), [(0.0, False), (0.2, False), (0.5, True)])
 def test_low_confidence_fraction(low_frac: float, fails: bool) -> None:
     conf = np.full(200, 0.9)
