@@ -56,6 +56,11 @@ def frame_stft(y: torch.Tensor, n_fft: int, hop: int, window: torch.Tensor) -> t
     return spec.reshape(*lead, *spec.shape[-2:])
 
 
+def _overlap_adds(n_fft: int, hop: int, window: torch.Tensor, frames: int, length: int) -> bool:
+    """Whether :func:`frame_istft` inverts by its own overlap-add (else ``torch.istft``)."""
+    return not n_fft % hop and window.shape[-1] == n_fft and length <= (frames - 1) * hop + n_fft // 2
+
+
 def ola_gain(window: torch.Tensor, n_fft: int, hop: int, frames: int, length: int) -> torch.Tensor:
     """``[length]``: one over the squared window summed over the frames that cover each sample, the least-squares
     iSTFT's divisor (``hop`` must divide ``n_fft``). The same for every iSTFT of ``frames`` frames, so FGLA builds
@@ -78,7 +83,7 @@ def frame_istft(spec: torch.Tensor, n_fft: int, hop: int, window: torch.Tensor, 
     divides ``n_fft``, else ``torch.istft``. ``gain``: :func:`ola_gain` of these sizes, when the caller has it."""
     lead, frames = spec.shape[:-2], spec.shape[-2]
     flat = spec.reshape(-1, frames, spec.shape[-1])
-    if n_fft % hop or window.shape[-1] != n_fft or length > (frames - 1) * hop + n_fft // 2:
+    if not _overlap_adds(n_fft, hop, window, frames, length):
         y = torch.istft(flat.transpose(1, 2), n_fft, hop, n_fft, window=window, center=True, length=length)
         return y.reshape(*lead, length)
     if gain is None:
@@ -122,9 +127,8 @@ def frame_fgla(mag: torch.Tensor, phase: torch.Tensor, *, n_fft: int, hop: int, 
     (their in-place buffers); training holds the settled phase fixed anyway (``FastVocoder.synthesize`` says why)."""
     if iters == 0:
         return phase
-    gain = None
-    if not n_fft % hop and window.shape[-1] == n_fft and length <= (mag.shape[-2] - 1) * hop + n_fft // 2:
-        gain = ola_gain(window, n_fft, hop, mag.shape[-2], length)
+    frames = mag.shape[-2]
+    gain = ola_gain(window, n_fft, hop, frames, length) if _overlap_adds(n_fft, hop, window, frames, length) else None
     tiny = torch.finfo(mag.dtype).tiny
     spec, previous = phase * mag, None
     power = torch.empty_like(spec)
