@@ -223,6 +223,20 @@ def test_time_budget_limits_escalation(tts) -> None:
     assert len(res.report["attempts"]) == 1 and res.report["budget_exhausted"]
 
 
+def test_the_torch_facade_checks_with_the_recogniser_in_torch(artifacts, monkeypatch) -> None:
+    """The torch facade has torch loaded anyway, so its default checker runs the recogniser there (the NumPy
+    facade's stays in NumPy: tests/lite/test_synth.py, "speaks and checks without torch")."""
+    seen = []
+
+    def spy(*_a, **kw):
+        seen.append(kw.get("runtime", "numpy"))
+        return Stub((True, 0.9))
+
+    monkeypatch.setattr("audiopd.pipeline.default_checker", spy)
+    audiopd.load().synthesize(TEXT, seed=0)
+    assert seen == ["torch"]
+
+
 def test_say_says_when_the_budget_cut_escalation(artifacts, tmp_path, capsys, monkeypatch) -> None:
     monkeypatch.setattr("audiopd.pipeline.default_checker", lambda *_a, **_k: Stub((False, 0.1)))
     tts = audiopd.load()

@@ -111,8 +111,9 @@ class SynthesisConfig:
             raise ValueError(f"max_padding must lie in [0, 1], got {self.max_padding}")
 
 
-def default_checker(config: CheckerConfig | None = None) -> Checker:
-    """``audiopd.checker.score`` with ``config`` (a CheckerConfig; None = its defaults), adapted to the renderer.
+def default_checker(config: CheckerConfig | None = None, runtime: str = "numpy") -> Checker:
+    """``audiopd.checker.score`` with ``config`` (a CheckerConfig; None = its defaults) and its recogniser on
+    ``runtime`` ("numpy" or "torch"), adapted to the renderer.
 
     The renderer hands over everything it knows: per-token expected durations in seconds (from the
     duration predictor), the codes [Q, T], level-0 confidences [T] and the frame rate.
@@ -120,7 +121,7 @@ def default_checker(config: CheckerConfig | None = None) -> Checker:
     from audiopd.checker import score
 
     params = inspect.signature(score).parameters
-    extra = {} if config is None else {"config": config}
+    extra: dict[str, Any] = {"runtime": runtime} if config is None else {"config": config, "runtime": runtime}
 
     def run(audio: np.ndarray, sample_rate: int, text: str, *, durations_s: np.ndarray, tokens: np.ndarray,
             confidence: np.ndarray, token_rate: float) -> Any:

@@ -101,6 +101,22 @@ def test_default_listener_is_the_phone_recogniser_and_thorough_is_pocketsphinx(s
 
 
 @needs_flite
+def test_the_recogniser_gives_the_same_verdict_in_torch(speech) -> None:
+    """``runtime="torch"`` (the torch facade's checker) runs the same network and weights: the same findings, word
+    spans and phone error rate as NumPy's on clean speech and on a clip with a word cut out; an unknown runtime is
+    an error."""
+    audio, rate = speech
+    cut, _ = inject("skip", audio, rate, seed=0)
+    for clip in (audio, cut):
+        ours, ref = score(clip, rate, TEXT, runtime="torch"), score(clip, rate, TEXT)
+        assert ours.passed == ref.passed and ours.failed == ref.failed
+        assert ours.metrics["phone_error_rate"] == pytest.approx(ref.metrics["phone_error_rate"], abs=1e-9)
+        assert [(w.start, w.end) for w in ours.words] == [(w.start, w.end) for w in ref.words]
+    with pytest.raises(ValueError, match="runtime must be one of"):
+        score(audio, rate, TEXT, runtime="gpu")
+
+
+@needs_flite
 @pytest.mark.parametrize("kind", ["skip", "repeat", "swap"])
 def test_phone_recogniser_catches_content_faults_where_they_are(speech, other_speech, kind: str) -> None:
     audio, rate = speech
