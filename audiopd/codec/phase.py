@@ -125,8 +125,6 @@ def frame_fgla(mag: torch.Tensor, phase: torch.Tensor, *, n_fft: int, hop: int, 
     torch's complex ``abs`` and ``sgn`` cost ~4 ns an element here, 3-5x that product (CHANGELOG, 2026-12-07).
     A bin whose estimate is exactly 0 stays 0, as ``sgn`` leaves it. No gradient flows through the iterations
     (their in-place buffers); training holds the settled phase fixed anyway (``FastVocoder.synthesize`` says why)."""
-    if iters == 0:
-        return phase
     frames = mag.shape[-2]
     gain = ola_gain(window, n_fft, hop, frames, length) if _overlap_adds(n_fft, hop, window, frames, length) else None
     tiny = torch.finfo(mag.dtype).tiny
@@ -169,12 +167,10 @@ def fast_griffin_lim(mag: torch.Tensor, phase: torch.Tensor, *, n_fft: int, hop:
     """Audio ``[..., length]`` whose STFT magnitude approaches ``mag`` ``[..., bins, frames]`` after ``iters`` FGLA
     iterations from the unit-complex ``phase`` (same shape); ``iters = 0`` inverts ``mag * phase`` as it is.
     ``frames`` must be the STFT frame count of ``length`` samples (``length // hop + 1``)."""
-    _check(mag, phase, n_fft, hop, length, iters, momentum)
     window = torch.hann_window(n_fft, device=mag.device) if window is None else window
-    mag_f = mag.transpose(-1, -2).contiguous()
-    settled = frame_fgla(mag_f, phase.transpose(-1, -2).contiguous(), n_fft=n_fft, hop=hop, length=length,
-                         iters=iters, momentum=momentum, window=window)
-    return frame_istft(scale(settled, mag_f), n_fft, hop, window, length)
+    settled = fgla_phase(mag, phase, n_fft=n_fft, hop=hop, length=length, iters=iters, momentum=momentum,
+                         window=window)
+    return istft(scale(settled, mag), n_fft, hop, window, length)
 
 
 def spectral_convergence(y: torch.Tensor, mag: torch.Tensor, n_fft: int, hop: int) -> float:
