@@ -104,7 +104,8 @@ def _draw_among(scaled: Array, keep: Array, rng: np.random.Generator) -> Array:
 def _logsumexp(x: Array) -> Array:
     m = x.max(-1)
     m = np.where(np.isfinite(m), m, 0.0).astype(x.dtype)
-    return m + np.log(np.exp(x - m[:, None]).sum(-1))
+    # The floor as in sampling.logsumexp: terms below it cannot change a sum that holds an exact 1.
+    return m + np.log(np.exp(np.maximum(x - m[:, None], np.float32(-87.0))).sum(-1))
 
 
 def sample_rows(logits: Array, cfg: SamplingConfig, rng: np.random.Generator,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from audiopd.decoding.sampling import SamplingConfig, filter_logits, sample, token_probs
+from audiopd.decoding.sampling import SamplingConfig, filter_logits, logsumexp, sample, token_probs
 
 
 def test_greedy_is_argmax() -> None:
@@ -123,6 +123,17 @@ def test_ras_threshold_counts_the_window() -> None:
     cfg = SamplingConfig(temperature=0.0, ras_window=4, ras_threshold=0.5)
     hist = torch.tensor([[-1, 2, 2, 0]])  # ratio 0.5, not above the threshold
     assert sample(logits, cfg, torch.Generator().manual_seed(0), history=hist).item() == 2
+
+
+@pytest.mark.parametrize("scale", [1.0, 25.0, 400.0])
+def test_logsumexp_equals_torch_where_terms_underflow(scale: float) -> None:
+    # Spread rows (a low temperature) put most shifted values below exp's floor; the floor must not move the sum.
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(64, 1024, generator=g) * scale
+    x[0] = -1e4  # a constant row far below 0
+    x[1, 7] = 3e4  # one value far above the rest
+    assert torch.equal(logsumexp(x), x.logsumexp(-1))
+    assert torch.allclose(logsumexp(x[:, :16]), x[:, :16].logsumexp(-1), rtol=0, atol=1e-5)
 
 
 def test_token_probs() -> None:
