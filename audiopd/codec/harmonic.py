@@ -22,12 +22,18 @@ F0_MIN, F0_MAX = 50.0, 600.0  # Hz: the range the F0 head can say
 
 
 def hann_lobe(delta: torch.Tensor) -> torch.Tensor:
-    """|DTFT| of a Hann window, normalised to 1 at 0, at ``delta`` bins from its centre: sinc(d) / (1 - d^2)."""
+    """|DTFT| of a Hann window, normalised to 1 at 0, at ``delta`` bins from its centre: sinc(d) / (1 - d^2).
+
+    ``sin(pi d) / (pi d (1 - d^2))`` in one division, its removable 0/0s at d = 0 (1) and |d| = 1 (1/2) filled
+    after: torch's ``sinc`` has no vectorised kernel here (1.5 ms at 513 bins x 426 frames against 0.27 for a
+    ``sin``); :func:`comb` at that size runs 1.1-1.2x faster this way, paired (2 threads; the same values to float
+    rounding)."""
     d = delta.abs()
-    near_one = (d - 1.0).abs() < 1e-3
-    safe = torch.where(near_one, torch.full_like(d, 2.0), d)  # the 0/0 at |d| = 1 has the limit 1/2
-    value = torch.sinc(safe) / (1.0 - safe * safe)
-    return torch.where(near_one, torch.full_like(d, 0.5), value).abs()
+    near_zero, near_one = d < 1e-6, (d - 1.0).abs() < 1e-3
+    safe = torch.where(near_zero | near_one, 2.0, d)  # no 0/0 even in the branch not taken: training's F0 gradient
+    x = safe * math.pi
+    value = torch.where(near_zero, 1.0, torch.sin(x) / (x * (1.0 - safe * safe)))
+    return torch.where(near_one, 0.5, value).abs()
 
 
 def comb(f0: torch.Tensor, *, bins: int, n_fft: int, sample_rate: int) -> torch.Tensor:
@@ -60,7 +66,9 @@ def harmonic_phase(f0: torch.Tensor, *, bins: int, n_fft: int, hop: int, sample_
     k = torch.round(index * (sample_rate / n_fft) / f0[:, None, :]).clamp(min=1.0)
     # + pi per bin: the DFT's time origin is the frame's first sample, half a window before the centre.
     angle = torch.remainder(k * running[:, None, :] + math.pi * index, 2.0 * math.pi)
-    return torch.polar(torch.ones_like(angle), angle)
+    # cos and sin apart: torch.polar has no vectorised kernel here (1.8 against 0.6 ms at 513 x 426, 2 threads;
+    # this function 1.3x faster, paired).
+    return torch.complex(torch.cos(angle), torch.sin(angle))
 
 
 def f0_from_logit(x: torch.Tensor) -> torch.Tensor:

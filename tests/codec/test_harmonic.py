@@ -27,6 +27,18 @@ def test_hann_lobe_matches_the_windows_transform() -> None:
     assert hann_lobe(torch.tensor([1.0, -1.0])).tolist() == [0.5, 0.5]
 
 
+def test_hann_lobe_is_the_closed_form_with_finite_gradients() -> None:
+    d = torch.linspace(-30.0, 30.0, 60_001)
+    far = d[((d.abs() - 1.0).abs() > 2e-3) & (d.abs() > 1e-6)]  # off the two 0/0s, where float32 cancels
+    want = (torch.sinc(far.double()) / (1.0 - far.double() ** 2)).abs()
+    assert torch.allclose(hann_lobe(far).double(), want, rtol=0, atol=2e-5)  # torch.sinc's float32 form: 1.1e-5
+    # 0 and +-1 are removable 0/0s: the values are the limits and training's F0 gradient stays finite there
+    at = torch.tensor([0.0, 1.0, -1.0, 1e-7, 0.999999], requires_grad=True)
+    value = hann_lobe(at)
+    value.sum().backward()
+    assert value.detach().tolist()[:3] == [1.0, 0.5, 0.5] and torch.isfinite(at.grad).all()
+
+
 def test_comb_peaks_at_every_harmonic() -> None:
     f0 = torch.full((1, 3), 10 * SR / N_FFT)  # exactly 10 bins apart
     c = comb(f0, bins=BINS, n_fft=N_FFT, sample_rate=SR)[0, :, 0]
