@@ -54,8 +54,8 @@ def test_a_frame_embeds_as_the_sum_of_its_levels_rows() -> None:
     torch.testing.assert_close(captured[0], expected)
 
 
-@pytest.mark.parametrize("chunk", [1, 7, 512])
-def test_greedy_is_the_argmax_of_the_logits(chunk: int) -> None:
+@pytest.mark.parametrize("chunk", [None, 1, 7, 512])  # None: float32's one level at a time
+def test_greedy_is_the_argmax_of_the_logits(chunk: int | None) -> None:
     model = tiny_voice()
     cond = _cond(model)
     codes = torch.randint(0, TINY.cardinality, (2, TINY.num_codebooks, cond.num_frames))
