@@ -70,6 +70,33 @@ def cmd_codec_list(args: argparse.Namespace) -> int:
     return 0
 
 
+# ----------------------------------------------------------------------------------------- voices
+def _voices_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print the list as JSON")
+
+
+@subcommand("voices", help="list the voices and speakers --voice can name, with their teachers (exit 1 if an "
+                           "artifact is broken)", args=_voices_args)
+def cmd_voices(args: argparse.Namespace) -> int:
+    import json
+
+    from audiopd.model.info import describe_voices
+
+    voices = describe_voices()
+    if args.json:
+        print(json.dumps(voices, indent=2))
+    for v in [] if args.json else voices:
+        head = f"{v['name']}{' (default)' if v['default'] else ''}"
+        if "error" in v:
+            print(f"{head}: BROKEN: {v['error']}")
+            continue
+        k = f", K {v['parallel_steps']}" if v["parallel_steps"] else ""
+        print(f"{head}: codec {v['codec']}, {v['sample_rate']} Hz{k}")
+        for s in v["speakers"]:
+            print(f"  {s['name']:<8} {'taught by ' + s['teacher'] if s['teacher'] else ''}".rstrip())
+    return 1 if any("error" in v for v in voices) else 0
+
+
 # -------------------------------------------------------------------------------------- phonemize
 def _phonemize_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("text", nargs="+", metavar="TEXT", help="English text (several arguments are joined by spaces)")

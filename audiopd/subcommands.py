@@ -10,7 +10,9 @@ and ``python -m audiopd.cli`` both do).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -19,6 +21,7 @@ from audiopd.errors import AudiopdError, UsageError
 
 PROG = "audiopd"
 EXIT_USAGE = 2
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a writer killed by a closed pipe
 
 Handler = Callable[[argparse.Namespace], int]
 Configure = Callable[[argparse.ArgumentParser], None]
@@ -84,7 +87,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (0 success, 2 user error)."""
+    """Run the CLI; returns the exit code (0 success, 2 user error, 141 when stdout's reader went away)."""
     words = list(sys.argv[1:] if argv is None else argv)
     # The command is the first word unless that is an option (--help, --version): then every command is built.
     parser = build_parser(words[0] if words and not words[0].startswith("-") else None)
@@ -103,6 +106,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`audiopd voices | head`): stop quietly, as POSIX tools do
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # else the flush at exit raises again
+        return EXIT_BROKEN_PIPE
 
 
 def one_line(message: str) -> str:

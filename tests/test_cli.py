@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import io
+import json
+import sys
 
 from pathlib import Path
 
@@ -300,3 +303,39 @@ def test_check_bad_voice_thresholds_exit_2(tmp_path, monkeypatch, check_stub, ca
     voice = "absent" if yaml_text is None else "v"
     _assert_one_line_error(capsys, main(["check", str(wav), "--text", "hello", "--voice", voice]), *needles)
     assert check_stub == []  # never checked with the wrong thresholds
+
+
+def test_voices_lists_the_shipped_voices_default_first(capsys) -> None:
+    assert main(["voices"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("natural (default): codec mel22k, 22050 Hz")
+    assert any(line.split() == ["heart", "taught", "by", "kokoro:af_heart"] for line in lines)
+    assert main(["voices", "--json"]) == 0
+    voices = {v["name"]: v for v in json.loads(capsys.readouterr().out)}
+    assert [s["name"] for s in voices["natural"]["speakers"]] == ["adam", "heart", "joe"]
+    assert voices["natural"]["default"] and not voices["flite"]["default"]
+
+
+def test_voices_names_a_broken_artifact_and_lists_the_rest(tmp_path, monkeypatch, capsys) -> None:
+    _voice_artifact(tmp_path / "voices" / "mine", None)
+    broken = _voice_artifact(tmp_path / "voices" / "tampered", None)
+    with open(broken / "model.safetensors", "r+b") as f:  # one byte changed: its checksum no longer holds
+        f.seek(-1, 2)
+        last = f.read(1)
+        f.seek(-1, 2)
+        f.write(bytes([last[0] ^ 1]))
+    monkeypatch.setenv("AUDIOPD_VOICES_PATH", str(tmp_path / "voices"))
+    assert main(["voices"]) == 1
+    out = capsys.readouterr().out
+    assert "mine: codec fx" in out and "  alice" in out and "natural (default)" in out
+    assert "tampered: BROKEN: " in out and "checksum" in out.lower()
+
+
+def test_a_closed_stdout_ends_a_command_quietly(monkeypatch, capsys) -> None:
+    class ClosedPipe(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    assert main(["voices"]) == 141
+    assert capsys.readouterr().err == ""

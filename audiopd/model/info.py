@@ -138,6 +138,25 @@ def speaker_owner(speaker: str) -> str | None:
     return None
 
 
+def describe_voices() -> list[dict[str, Any]]:
+    """Every voice a bare ``--voice NAME`` can name (``artifacts.available``, so ``$AUDIOPD_VOICES_PATH`` too), as
+    ``audiopd voices`` lists it, the default first: name, whether it is the default, speakers with their teachers
+    (the first speaks unless told), codec, sample rate and the voice's own K. Configs are read and checksums verified, weights not
+    loaded. A broken artifact gets ``error`` (why) instead of the rest, so one does not hide the others."""
+    out: list[dict[str, Any]] = []
+    for name in sorted(artifacts.available("voices"), key=lambda n: (n != DEFAULT_VOICE, n)):  # the default first
+        entry: dict[str, Any] = {"name": name, "default": name == DEFAULT_VOICE}
+        try:
+            _, info, _ = read_voice(artifacts.find_artifact("voices", name))
+        except (ArtifactError, OSError) as exc:
+            out.append({**entry, "error": str(exc)})
+            continue
+        teachers = info.teachers or ("",) * len(info.voices)
+        out.append({**entry, "speakers": [{"name": v, "teacher": t} for v, t in zip(info.voices, teachers)],
+                    "codec": info.codec, "sample_rate": info.sample_rate, "parallel_steps": info.parallel_steps})
+    return out
+
+
 def load_checker_config(name_or_dir: str | Path) -> CheckerConfig | None:
     """The checker thresholds of a voice artifact (name or directory) without loading its weights.
 
