@@ -85,15 +85,16 @@ def cmd_voices(args: argparse.Namespace) -> int:
     voices = describe_voices()
     if args.json:
         print(json.dumps(voices, indent=2))
-    for v in [] if args.json else voices:
-        head = f"{v['name']}{' (default)' if v['default'] else ''}"
-        if "error" in v:
-            print(f"{head}: BROKEN: {v['error']}")
-            continue
-        k = f", K {v['parallel_steps']}" if v["parallel_steps"] else ""
-        print(f"{head}: codec {v['codec']}, {v['sample_rate']} Hz{k}")
-        for s in v["speakers"]:
-            print(f"  {s['name']:<8} {'taught by ' + s['teacher'] if s['teacher'] else ''}".rstrip())
+    else:
+        for v in voices:
+            head = f"{v['name']}{' (default)' if v['default'] else ''}"
+            if "error" in v:
+                print(f"{head}: BROKEN: {v['error']}")
+                continue
+            k = f", K {v['parallel_steps']}" if v["parallel_steps"] else ""
+            print(f"{head}: codec {v['codec']}, {v['sample_rate']} Hz{k}")
+            for s in v["speakers"]:
+                print(f"  {s['name']:<8} {'taught by ' + s['teacher'] if s['teacher'] else ''}".rstrip())
     return 1 if any("error" in v for v in voices) else 0
 
 

@@ -18,7 +18,7 @@ from typing import Protocol
 
 import numpy as np
 
-from audiopd.decoding.config import ParallelConfig, SamplingConfig
+from audiopd.decoding.config import EXP_FLOOR, ParallelConfig, SamplingConfig
 from audiopd.decoding.schedules import annealed_temperature, fine_level_groups, masked_after_step
 
 Array = np.ndarray
@@ -104,8 +104,8 @@ def _draw_among(scaled: Array, keep: Array, rng: np.random.Generator) -> Array:
 def _logsumexp(x: Array) -> Array:
     m = x.max(-1)
     m = np.where(np.isfinite(m), m, 0.0).astype(x.dtype)
-    # The floor as in sampling.logsumexp: terms below it cannot change a sum that holds an exact 1.
-    return m + np.log(np.exp(np.maximum(x - m[:, None], np.float32(-87.0))).sum(-1))
+    # floored as in sampling.logsumexp: terms below EXP_FLOOR cannot change a sum that holds an exact 1
+    return m + np.log(np.exp(np.maximum(x - m[:, None], np.float32(EXP_FLOOR))).sum(-1))
 
 
 def sample_rows(logits: Array, cfg: SamplingConfig, rng: np.random.Generator,

@@ -121,7 +121,9 @@ def default_checker(config: CheckerConfig | None = None, runtime: str = "numpy")
     from audiopd.checker import score
 
     params = inspect.signature(score).parameters
-    extra: dict[str, Any] = {"runtime": runtime} if config is None else {"config": config, "runtime": runtime}
+    extra: dict[str, Any] = {"runtime": runtime}
+    if config is not None:
+        extra["config"] = config
 
     def run(audio: np.ndarray, sample_rate: int, text: str, *, durations_s: np.ndarray, tokens: np.ndarray,
             confidence: np.ndarray, token_rate: float) -> Any:
