@@ -27,7 +27,8 @@ def load(voice=None, *, runtime: str = "torch", **kwargs):
     """Load a voice for synthesis: ``audiopd.pipeline.load`` with ``runtime="torch"`` (the default), or the
     torch-free NumPy path (``audiopd.lite.synth.load``) with "numpy" (refusing what it cannot serve) or "auto"
     (NumPy where it can, torch for the rest). Keyword arguments: ``codec``, ``decoder``, ``config``, ``precision``
-    (torch's per-call dtype: "auto", "float32" or "bfloat16"; ``audiopd.model.precision``)."""
+    (torch's per-call dtype: "auto", "float32" or "bfloat16"; ``audiopd.model.precision``), ``lexicon`` (the
+    user's pronunciations: a file or a mapping of words to ARPAbet phones, ``audiopd.text.lexicon``)."""
     if runtime == "torch":
         from audiopd.pipeline import load as torch_load
 

@@ -36,6 +36,7 @@ from audiopd.subcommands import (  # the registry and main, also importable from
     one_line,
     subcommand,
 )
+from audiopd.text.lexicon import add_lexicon_argument
 
 
 # ---------------------------------------------------------------------------------- codec roundtrip
@@ -101,13 +102,16 @@ def cmd_voices(args: argparse.Namespace) -> int:
 # -------------------------------------------------------------------------------------- phonemize
 def _phonemize_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("text", nargs="+", metavar="TEXT", help="English text (several arguments are joined by spaces)")
+    add_lexicon_argument(p)
 
 
 @subcommand("phonemize", help="print the normalised text and its phoneme tokens", args=_phonemize_args)
 def cmd_phonemize(args: argparse.Namespace) -> int:
     from audiopd.text import phonemize
 
-    result = phonemize(" ".join(args.text))
+    from audiopd.text.lexicon import load_lexicon
+
+    result = phonemize(" ".join(args.text), lexicon=load_lexicon(args.lexicon))
     print(result.text)
     print(" ".join(result.tokens))
     return 0
@@ -135,6 +139,7 @@ def _say_args(p: argparse.ArgumentParser) -> None:
                         "serial, the thorough checker), imported only when needed; numpy: refuse what NumPy cannot "
                         "do; torch: always torch (default: auto)")
     add_decoder_argument(p)
+    add_lexicon_argument(p)
     _checker_arg(p)
 
 
@@ -208,11 +213,14 @@ def cmd_say(args: argparse.Namespace) -> int:
             raise UsageError(f"{target} is a directory, not a file name")
         check_writable_dir(target.parent)
     text = _read_text(args.text)
+    from audiopd.text.lexicon import load_lexicon
+
+    lexicon = load_lexicon(args.lexicon)
 
     from audiopd.synthesis.report import report_json
 
     with _stdout_to_stderr(to_stdout) as stdout:
-        tts, speaker = _load_voice(args.voice, decoder=args.decoder, runtime=args.runtime)
+        tts, speaker = _load_voice(args.voice, decoder=args.decoder, runtime=args.runtime, lexicon=lexicon)
         result = tts.synthesize(text, voice=speaker, mode=args.mode, steps=args.steps, seed=args.seed,
                                 speed=args.speed, check_level=args.checker)
     written: list[Path] = []
@@ -280,6 +288,7 @@ def _check_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the full verdict as JSON")
     p.add_argument("--voice", default=None, metavar="NAME_OR_DIR",
                    help="use the checker.yaml of this voice (shipped name or path like ./myvoice; default: none)")
+    add_lexicon_argument(p)
     _checker_arg(p)
 
 
@@ -290,8 +299,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     from audiopd.audio import read_audio
     from audiopd.synthesis.report import report_json, verdict_to_dict
     from audiopd.text import phonemize
+    from audiopd.text.lexicon import load_lexicon
 
-    phonemize(args.text)  # unspeakable reference text is bad input (exit 2), not a failed check
+    lexicon = load_lexicon(args.lexicon)
+    phonemize(args.text, lexicon=lexicon)  # unspeakable reference text is bad input (exit 2), not a failed check
     audio, rate = read_audio(args.audio)
     from audiopd.checker.config import CheckerConfig, at_level
 
@@ -301,7 +312,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
         config = load_checker_config(args.voice)
     config = at_level(config or CheckerConfig(), args.checker)
-    verdict = verdict_to_dict(audiopd.check(audio, rate, args.text, config=config))
+    extra = {} if lexicon is None else {"lexicon": lexicon}
+    verdict = verdict_to_dict(audiopd.check(audio, rate, args.text, config=config, **extra))
     if args.json:
         sys.stdout.write(report_json(verdict))
     else:

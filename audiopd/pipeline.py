@@ -48,6 +48,7 @@ from audiopd.synthesis.items import GroupOutcome, check_durations
 from audiopd.synthesis.report import report_json  # noqa: F401  (re-exported for callers of the facade)
 from audiopd.synthesis.result import Result, assemble_result
 from audiopd.text import g2p
+from audiopd.text.lexicon import LexiconLike, load_lexicon
 
 if TYPE_CHECKING:
     from audiopd.checker.config import CheckerConfig
@@ -141,7 +142,8 @@ class Synthesizer(VoiceFacade):
         meta = {"voice": self._speaker_name(speaker), "seed": seed, "requested_mode": mode, "speed": speed,
                 "time_budget_s": time_budget_s, "cost_model": self.cost.source, "warnings": warnings,
                 "checker": checker_kind, "check_level": check_level if checking else None, "codec": self.codec.name,
-                "decoder": self.codec.decoder, "runtime": "torch", "precision": self.precision}
+                "decoder": self.codec.decoder, "runtime": "torch", "precision": self.precision,
+                "lexicon": self.lexicon_report}
         return [assemble_result(chunk_items, outcomes, meta, wall, sample_rate=self.sample_rate,
                                 frame_rate=self.frame_rate, join=self.config.join) for chunk_items in per_text]
 
@@ -179,7 +181,8 @@ class Synthesizer(VoiceFacade):
             from audiopd.checker.config import CheckerConfig, at_level
 
             # the recogniser in torch, loaded here anyway: 2x NumPy's speed at 20 s (audiopd.checker.score)
-            run = default_checker(at_level(self.checker_config or CheckerConfig(), level), runtime="torch")
+            run = default_checker(at_level(self.checker_config or CheckerConfig(), level), runtime="torch",
+                                  lexicon=self.lexicon)
         except ImportError as exc:
             if check:  # explicitly asked for: an installation problem the user must hear about
                 raise ArtifactError(f"the checker is unavailable: {exc}") from None
@@ -235,12 +238,16 @@ def _speaker_codecs(model, codec: Codec) -> dict[int, Codec]:
 
 
 def load(voice: str | Path | Any | None = None, *, codec: str | Path | Codec | None = None,
-         decoder: str | None = None, config: SynthesisConfig | None = None, precision: str = "auto") -> Synthesizer:
+         decoder: str | None = None, config: SynthesisConfig | None = None, precision: str = "auto",
+         lexicon: LexiconLike = None) -> Synthesizer:
     """Load a voice (a shipped name, a directory path such as ./myvoice, or a VoiceModel) and the codec it names;
     ``decoder`` picks the codec's decoder (e.g. "hq" or "fast"; None = the codec's default, "default" too);
-    ``precision`` the per-call networks' dtype (``audiopd.model.precision``: "auto", "float32" or "bfloat16")."""
+    ``precision`` the per-call networks' dtype (``audiopd.model.precision``: "auto", "float32" or "bfloat16");
+    ``lexicon`` the user's pronunciations (a file, a mapping of words to phones: ``audiopd.text.lexicon``)."""
     from audiopd.codec import load_codec
     from audiopd.model.voice import VoiceModel, load_voice
+
+    words = load_lexicon(lexicon)  # a bad lexicon fails before the voice loads
 
     model = voice if isinstance(voice, VoiceModel) else load_voice(voice or DEFAULT_VOICE)
     decoder = None if decoder == "default" else decoder
@@ -255,4 +262,6 @@ def load(voice: str | Path | Any | None = None, *, codec: str | Path | Codec | N
     # A process that loads torch serves many texts (server, render, bench, compare): it parses the pronouncing
     # dictionary now (~0.33 s) instead of scanning it word by word (~1-2 ms a word), which suits a one-off `say`.
     g2p.load_dictionary()
-    return Synthesizer(model, codec, config=config, precision=precision)
+    tts = Synthesizer(model, codec, config=config, precision=precision)
+    tts.lexicon = words
+    return tts

@@ -289,6 +289,9 @@ def test_check_uses_the_voice_thresholds(tmp_path, monkeypatch, check_stub, caps
     assert check_stub == [{"config": want}, {"config": want}, {"config": CheckerConfig()},
                           {"config": CheckerConfig()}, {"config": thorough}]
     assert capsys.readouterr().out.count("PASS") == 5
+    (tmp_path / "my.dict").write_text("HELLO  HH EH1 L OW0\n", encoding="utf-8")
+    assert main(["check", str(wav), "--text", "hello", "--lexicon", str(tmp_path / "my.dict")]) == 0
+    assert check_stub[-1]["lexicon"].get("hello") == ("HH", "EH1", "L", "OW0")  # the checker expects these phones
 
 
 @pytest.mark.parametrize("yaml_text, needles", [

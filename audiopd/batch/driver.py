@@ -28,6 +28,7 @@ from audiopd.batch.worker import (AUDIO_FORMATS, ENGINES, ROWS_PER_CALL, Loader,
                                    row_settings, run_local, run_ray)
 from audiopd.checker.config import CHECK_LEVELS
 from audiopd.errors import AudiopdError
+from audiopd.text.lexicon import Lexicon, add_lexicon_argument, load_lexicon
 
 DEFAULT_DECODER = "default"
 EXIT_OK, EXIT_ROW_ERRORS = 0, 1
@@ -48,6 +49,7 @@ class RenderOptions:
     check_level: str = "fast"
     format: str = "wav"
     decoder: str | None = None
+    lexicon: Lexicon | None = None  # the user's pronunciations; the manifest records their sha256
     engine: str = "local"
     workers: int | None = None  # local: processes (1 = this one); ray: actors (None = one per cluster CPU)
     threads: int | None = None  # torch threads per worker
@@ -123,6 +125,8 @@ def request_of(row: Row, options: RenderOptions) -> dict[str, Any]:
                "speed": s.speed, "format": options.format, "decoder": options.decoder or DEFAULT_DECODER}
     if s.check_level != "fast":  # recorded only when not the default, so manifests written before it stay valid
         request["check_level"] = s.check_level
+    if options.lexicon is not None:  # likewise: a changed lexicon renders the rows again
+        request["lexicon_sha256"] = options.lexicon.sha256
     return request
 
 
@@ -297,6 +301,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=tuple(AUDIO_FORMATS), default="wav", help="audio file format (16-bit)")
     p.add_argument("--decoder", default=None, metavar="NAME", help="how the codec turns tokens into audio, e.g. hq or "
                    f"fast for a mel codec (default: {DEFAULT_DECODER}, the codec's own; recorded in the manifest)")
+    add_lexicon_argument(p)
     p.add_argument("--engine", choices=ENGINES, default="local",
                    help="local: this machine; ray: a Ray actor pool (RAY_ADDRESS or a local instance)")
     p.add_argument("--workers", type=int, default=None, metavar="N", help="local: worker processes, each loading "
@@ -314,10 +319,13 @@ def run_command(args: argparse.Namespace, load_voice: Callable) -> int:
     """Validate everything cheap, then render; exit 0 when every row is ok, 1 when some erred."""
     shard = parse_shard(args.shard) if args.shard is not None else None
     kwargs = {} if args.decoder in (None, DEFAULT_DECODER) else {"decoder": args.decoder}
+    lexicon = load_lexicon(args.lexicon)
+    if lexicon is not None:
+        kwargs["lexicon"] = lexicon  # loaded once here: workers get the checked entries, not a path to re-read
     options = RenderOptions(
         voice=args.voice, mode=args.mode, steps=args.steps, seed=args.seed, speed=args.speed,
         check_level=args.checker, format=args.format,
-        decoder=args.decoder, engine=args.engine, workers=args.workers, threads=args.threads,
+        decoder=args.decoder, lexicon=lexicon, engine=args.engine, workers=args.workers, threads=args.threads,
         rows_per_call=args.batch_rows,
         manifest=MANIFEST if shard is None else f"manifest.shard-{shard[0]}-of-{shard[1]}.jsonl")
     options.validate()

@@ -32,6 +32,7 @@ from audiopd.checker.config import CheckerConfig
 from audiopd.checker.signal import Finding
 from audiopd.checker.sphinx import SAMPLE_RATE, align, recognize_words, to_sphinx_pcm
 from audiopd.errors import AudioInputError, NothingToSpeakError
+from audiopd.text.lexicon import Lexicon
 from audiopd.text.wer import text_to_words
 
 RUNTIMES = ("numpy", "torch")  # where the phone recogniser runs (``score(runtime=)``)
@@ -141,6 +142,7 @@ def score(
     token_rate: float | None = None,
     config: CheckerConfig = CheckerConfig(),
     runtime: str = "numpy",
+    lexicon: Lexicon | None = None,
 ) -> Verdict:
     """Check that ``audio`` says ``text``; returns a ``Verdict``.
 
@@ -150,7 +152,9 @@ def score(
     probabilities of the chosen tokens; ``token_rate``: frames per second (default: T / audio
     duration). ``runtime``: where the phone recogniser runs, "numpy" (the default: a check never imports torch)
     or "torch" (the same network and weights, for a process that has torch loaded anyway: on two threads it takes
-    11.8 against 15.6 ms at 5 s of speech and 39.9 against 79.1 at 20 s, CHANGELOG 2026-12-07). Raises
+    11.8 against 15.6 ms at 5 s of speech and 39.9 against 79.1 at 20 s, CHANGELOG 2026-12-07). ``lexicon``: the
+user's pronunciations the audio was synthesised with (``audiopd.text.lexicon``), so the phone recogniser expects
+those phones (PocketSphinx, the thorough level, keeps its own dictionary). Raises
     ``AudioInputError`` for unusable audio and ``NothingToSpeakError`` when the text holds no words.
     """
     if runtime not in RUNTIMES:
@@ -201,7 +205,7 @@ def score(
         # The recogniser reads the 16 kHz samples PocketSphinx gets instead of resampling the input a second time
         # (0.9 / 1.3 / 4.2 ms at 1 / 5 / 20 s); their 16-bit rounding sits ~90 dB below the engine's peak level
         # (24 clips of voices/natural: the same verdicts, phone error rates equal, other metrics within 6e-4).
-        ctc_findings, ctc_words, ctc_metrics = _ctc_checks(x, SAMPLE_RATE, text, cfg, runtime)
+        ctc_findings, ctc_words, ctc_metrics = _ctc_checks(x, SAMPLE_RATE, text, cfg, runtime, lexicon)
         findings += ctc_findings
         metrics.update(ctc_metrics)
     elif fr.first >= 0:
@@ -260,7 +264,7 @@ def score(
 
 
 def _ctc_checks(audio: np.ndarray, sample_rate: int, text: str, cfg: CheckerConfig,
-                runtime: str = "numpy") -> tuple[list[Finding], list[WordResult], dict[str, float]]:
+                runtime: str = "numpy", lexicon: Lexicon | None = None) -> tuple[list[Finding], list[WordResult], dict[str, float]]:
     """The phone recogniser's findings, per-word spans and scores (audiopd.checker.ctc)."""
     from audiopd.checker.ctc import PhoneCheckConfig, check_phones
     from audiopd.checker.phones import labels_of_ids
@@ -271,7 +275,7 @@ def _ctc_checks(audio: np.ndarray, sample_rate: int, text: str, cfg: CheckerConf
     else:
         from audiopd.lite.recognizer import load_recognizer  # NumPy: a check never imports torch
     model = load_recognizer(cfg.recognizer_artifact)
-    ph = phonemize(text)
+    ph = phonemize(text, lexicon=lexicon)
     pairs = labels_of_ids(ph.ids)
     logp = model.posteriors(audio, sample_rate)
     rep = check_phones(logp, [lbl for lbl, _ in pairs], model.frame_s,

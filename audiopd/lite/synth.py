@@ -49,6 +49,7 @@ from audiopd.synthesis.items import (
     seed_for,
 )
 from audiopd.synthesis.result import Result, assemble_result
+from audiopd.text.lexicon import LexiconLike, load_lexicon
 
 
 class LiteSynthesizer(VoiceFacade):
@@ -78,6 +79,7 @@ class LiteSynthesizer(VoiceFacade):
             if self._fallback is None:
                 raise LiteUnsupported("this synthesizer was loaded with runtime='numpy', which has no torch fallback")
             self._torch = self._fallback()
+        self._torch.lexicon = self.lexicon  # one lexicon for both runtimes, as set now
         return self._torch
 
     def unsupported(self, mode: str, check_level: str, time_budget_s: float | None,
@@ -137,7 +139,7 @@ class LiteSynthesizer(VoiceFacade):
                 "time_budget_s": time_budget_s, "cost_model": "none (NumPy runtime: parallel first)", "warnings": [],
                 "checker": None if not checking else ("voice" if self.checker_config is not None else "default"),
                 "check_level": check_level if checking else None, "codec": self.codec.name, "decoder": "fast",
-                "runtime": runtime}
+                "runtime": runtime, "lexicon": self.lexicon_report}
         if why is not None:
             meta["runtime_reason"] = why
         return assemble_result(items, outcomes, meta, time.perf_counter() - t_start, sample_rate=self.sample_rate,
@@ -183,7 +185,7 @@ class LiteSynthesizer(VoiceFacade):
     def _checker(self, level: str):
         from audiopd.checker.config import CheckerConfig, at_level
 
-        return default_checker(at_level(self.checker_config or CheckerConfig(), level))
+        return default_checker(at_level(self.checker_config or CheckerConfig(), level), lexicon=self.lexicon)
 
 
 def _on_torch(result: Result, why: str) -> Result:
@@ -193,18 +195,21 @@ def _on_torch(result: Result, why: str) -> Result:
 
 
 def load(voice: str | Path | None = None, *, runtime: str = "auto", codec: str | Path | None = None,
-         decoder: str | None = None, config: SynthesisConfig | None = None, precision: str = "auto"):
+         decoder: str | None = None, config: SynthesisConfig | None = None, precision: str = "auto",
+         lexicon: LexiconLike = None):
     """``audiopd.load`` for ``runtime`` "numpy" (a ``LiteSynthesizer``, refusing what it cannot serve) or "auto"
     (a ``LiteSynthesizer`` that hands what it cannot serve to torch, or the torch facade itself when the voice or
     codec needs torch: another decoder than ``fast``, a codec other than a mel codec). NumPy computes in float32;
-    ``precision`` is torch's (``audiopd.model.precision``), for whatever torch serves."""
+    ``precision`` is torch's (``audiopd.model.precision``), for whatever torch serves; ``lexicon`` the user's
+    pronunciations (``audiopd.text.lexicon``), both runtimes'."""
     if runtime not in RUNTIMES:
         raise SynthesisOptionError(f"runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
+    words = load_lexicon(lexicon)
 
     def on_torch():
         from audiopd.pipeline import load as torch_load
 
-        return torch_load(voice, codec=codec, decoder=decoder, config=config, precision=precision)
+        return torch_load(voice, codec=codec, decoder=decoder, config=config, precision=precision, lexicon=words)
 
     if runtime == "torch" or not isinstance(voice, (str, Path, type(None))):
         if runtime == "numpy":
@@ -223,7 +228,9 @@ def load(voice: str | Path | None = None, *, runtime: str = "auto", codec: str |
         if runtime == "numpy":
             raise
         return on_torch()
-    return LiteSynthesizer(model, dec, config=config, fallback=on_torch if runtime == "auto" else None)
+    tts = LiteSynthesizer(model, dec, config=config, fallback=on_torch if runtime == "auto" else None)
+    tts.lexicon = words
+    return tts
 
 
 __all__: Sequence[str] = ("RUNTIMES", "LiteSynthesizer", "LiteUnsupported", "load")

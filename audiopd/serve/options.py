@@ -10,6 +10,7 @@ from audiopd.artifacts import VOICE_HELP
 from audiopd.codec.registry import add_decoder_argument
 from audiopd.serve.listen import bind
 from audiopd.serve.request import DEFAULT_HOST, DEFAULT_MAX_CHARS, DEFAULT_PORT
+from audiopd.text.lexicon import add_lexicon_argument, load_lexicon
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -19,6 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help="TCP port, 0 for any free one (default: %(default)s)")
     p.add_argument("--voice", default=None, help=VOICE_HELP + "; requests may name another speaker of that voice")
     add_decoder_argument(p)
+    add_lexicon_argument(p)
     p.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS, metavar="N",
                    help="longest text accepted; longer requests get 413 (default: %(default)s)")
     p.add_argument("--threads", type=int, default=None, metavar="N", help="torch threads (default: torch's choice)")
@@ -52,6 +54,7 @@ def run_command(args: argparse.Namespace, load_voice: Callable[..., Any]) -> int
             raise UsageError(f"{flag} must be >= {low}, got {value}")
     if not args.time_budget > 0 or not args.time_budget_per_char >= 0:
         raise UsageError("--time-budget must be > 0 and --time-budget-per-char >= 0")
+    lexicon = load_lexicon(args.lexicon)
     sock = bind(args.host, args.port)  # before the heavy imports and the voice: a busy port fails at once
     from audiopd.serve.app import ServeConfig
     from audiopd.serve.engine import EngineConfig
@@ -67,7 +70,7 @@ def run_command(args: argparse.Namespace, load_voice: Callable[..., Any]) -> int
         torch.set_num_threads(args.threads)
 
     def loader() -> tuple[Any, str | None, str]:
-        tts, speaker = load_voice(args.voice, decoder=args.decoder)
+        tts, speaker = load_voice(args.voice, decoder=args.decoder, lexicon=lexicon)
         return tts, speaker, tts.voice_name
 
     return run(sock, loader, config)

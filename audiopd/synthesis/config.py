@@ -19,6 +19,7 @@ from audiopd.synthesis.join import JoinConfig
 
 if TYPE_CHECKING:
     from audiopd.checker.config import CheckerConfig
+    from audiopd.text.lexicon import Lexicon
 
 
 @dataclass(frozen=True)
@@ -111,9 +112,10 @@ class SynthesisConfig:
             raise ValueError(f"max_padding must lie in [0, 1], got {self.max_padding}")
 
 
-def default_checker(config: CheckerConfig | None = None, runtime: str = "numpy") -> Checker:
-    """``audiopd.checker.score`` with ``config`` (a CheckerConfig; None = its defaults) and its recogniser on
-    ``runtime`` ("numpy" or "torch"), adapted to the renderer.
+def default_checker(config: CheckerConfig | None = None, runtime: str = "numpy",
+                    lexicon: Lexicon | None = None) -> Checker:
+    """``audiopd.checker.score`` with ``config`` (a CheckerConfig; None = its defaults), its recogniser on
+    ``runtime`` ("numpy" or "torch") and the user's ``lexicon`` the audio was spoken with, adapted to the renderer.
 
     The renderer hands over everything it knows: per-token expected durations in seconds (from the
     duration predictor), the codes [Q, T], level-0 confidences [T] and the frame rate.
@@ -122,6 +124,8 @@ def default_checker(config: CheckerConfig | None = None, runtime: str = "numpy")
 
     params = inspect.signature(score).parameters
     extra: dict[str, Any] = {"runtime": runtime}
+    if lexicon is not None:
+        extra["lexicon"] = lexicon
     if config is not None:
         extra["config"] = config
 
@@ -200,10 +204,18 @@ class VoiceFacade:
     config: Any
     runtime: str = "torch"  # which runtime computes: "torch" or "numpy" (audiopd.lite)
     precision: str = "float32"  # the per-call networks' dtype (audiopd.model.precision); NumPy's is float32
+    # The user's pronunciations (audiopd.text.lexicon), applied to every text and expected by the checker.
+    lexicon: Lexicon | None = None
 
     @property
     def voices(self) -> tuple[str, ...]:
         return tuple(self.model.info.voices)
+
+    @property
+    def lexicon_report(self) -> dict[str, Any] | None:
+        """What a synthesis report says of the lexicon: its source, size and entries' sha256 (None without one)."""
+        lx = self.lexicon
+        return None if lx is None else {"source": lx.source, "words": len(lx), "sha256": lx.sha256}
 
     @property
     def voice_name(self) -> str:
@@ -224,7 +236,8 @@ class VoiceFacade:
 
     def _items(self, text: str, speaker: int) -> list[Item]:
         """``text``'s chunks to speak (``synthesis.items.text_items``), labelled as this voice was trained."""
-        return text_items(text, speaker, self.config.max_chunk_chars, weak_forms=self.model.info.weak_forms)
+        return text_items(text, speaker, self.config.max_chunk_chars, weak_forms=self.model.info.weak_forms,
+                          lexicon=self.lexicon)
 
     def _speaker_name(self, speaker: int) -> str:
         return self.voices[speaker] if speaker < len(self.voices) else str(speaker)

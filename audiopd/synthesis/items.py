@@ -9,12 +9,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from audiopd.errors import ArtifactError, AudiopdError, NothingToSpeakError
 from audiopd.synthesis.report import verdict_to_dict
+
+if TYPE_CHECKING:
+    from audiopd.text.lexicon import Lexicon
 
 PARALLEL = "parallel"
 SERIAL = "serial"
@@ -149,25 +152,26 @@ def check_audio(checker: Checker, audio: np.ndarray, item: Item, tokens: np.ndar
     return verdict_to_dict(verdict)
 
 
-def text_items(text: str, speaker: int, max_chunk_chars: int, *, weak_forms: bool = False) -> list[Item]:
+def text_items(text: str, speaker: int, max_chunk_chars: int, *, weak_forms: bool = False,
+               lexicon: Lexicon | None = None) -> list[Item]:
     """The chunks of ``text`` to speak as ``speaker``, phonemized (``weak_forms``: the voice's own labels,
-    ``VoiceInfo.weak_forms``), with their words' token spans (for timestamps); unspeakable chunks are skipped,
-    all-unspeakable raises."""
+    ``VoiceInfo.weak_forms``; ``lexicon``: the user's pronunciations), with their words' token spans (for
+    timestamps); unspeakable chunks are skipped, all-unspeakable raises."""
     from audiopd.text import check_word_limits, chunk_text, phonemize
 
     if not isinstance(text, str):
         raise TypeError(f"text must be str, got {type(text).__name__}")
-    check_word_limits(text)  # on the whole text: chunking would cut a 3,000-letter "word" into pieces
+    check_word_limits(text, lexicon)  # on the whole text: chunking would cut a 3,000-letter "word" into pieces
     out = []
     for chunk in chunk_text(text, max_chunk_chars):
         try:
-            ph = phonemize(chunk, weak_forms=weak_forms)
+            ph = phonemize(chunk, weak_forms=weak_forms, lexicon=lexicon)
         except NothingToSpeakError:
             continue  # e.g. a lone "***" between sentences
         words = tuple((w.word, w.start, w.end) for w in ph.words)
         out.append(Item(text=chunk, ids=ph.ids, speaker=speaker, words=words))
     if not out:
-        phonemize(text)  # raises the specific reason (empty, only symbols, unsupported script)
+        phonemize(text, lexicon=lexicon)  # raises the specific reason (empty, only symbols, unsupported script)
         raise NothingToSpeakError("text contains no speakable words")
     return out
 

@@ -18,12 +18,16 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from audiopd.errors import NothingToSpeakError, TextLimitError
 from audiopd.text import g2p
-from audiopd.text.g2p import WEAK_FORMS, g2p_word, is_spelled
+from audiopd.text.g2p import MAX_SPELLED_LETTERS, MAX_WORD_LETTERS, WEAK_FORMS, g2p_word, is_spelled
 from audiopd.text.normalize import normalize_text
 from audiopd.text.symbols import BOS, EOS, PUNCTUATION, WORD_BOUNDARY, symbols_to_ids
+
+if TYPE_CHECKING:
+    from audiopd.text.lexicon import Lexicon
 
 
 @dataclass(frozen=True)
@@ -89,28 +93,22 @@ def _nothing_to_speak(text: str) -> NothingToSpeakError:
 
 _SENTENCE_END = frozenset(".!?")
 
-# Bounded work for any input: the longest word of the CMU dictionary has 28 letters
-# ("antidisestablishmentarianism") and the longest English coinage in common dictionaries 45, so a longer
-# "word" is no word; spoken letter by letter or by rules it would be minutes of audio that the checker can
-# only fail (3,000 letters without a space took 10.5 minutes in auto mode). Such text is refused, never cut.
-MAX_WORD_LETTERS = 48
-# A word read out letter by letter (no vowel, not in the dictionary: "xkcd") costs ~0.4 s a letter.
-MAX_SPELLED_LETTERS = 12
 
 
-def check_word_limits(text: str) -> None:
-    """Raise ``TextLimitError`` if a word of ``text`` is over the limits (before chunking splits it)."""
+def check_word_limits(text: str, lexicon: Lexicon | None = None) -> None:
+    """Raise ``TextLimitError`` if a word of ``text`` is over the limits (before chunking splits it); a word of
+    ``lexicon`` is never spelled out, so only the length limit holds for it."""
     for n, item in enumerate(w for w in _items(normalize_text(text)) if w not in _PUNCT):
-        _check_word(item, n)
+        _check_word(item, n, lexicon)
 
 
-def _check_word(word: str, index: int) -> None:
+def _check_word(word: str, index: int, lexicon: Lexicon | None = None) -> None:
     letters = sum(c.isalpha() for c in word)
     shown = word if len(word) <= 24 else word[:21] + "..."
     if letters > MAX_WORD_LETTERS:
         raise TextLimitError(f"word {index + 1} ({shown!r}) has {letters:,} letters; words of more than "
                              f"{MAX_WORD_LETTERS} letters are refused (put spaces between the words)")
-    if letters > MAX_SPELLED_LETTERS and is_spelled(word):
+    if letters > MAX_SPELLED_LETTERS and is_spelled(word) and not (lexicon and word in lexicon):
         raise TextLimitError(f"word {index + 1} ({shown!r}) would be spelled out letter by letter ({letters} "
                              f"letters); at most {MAX_SPELLED_LETTERS} spelled letters per word are accepted")
 
@@ -128,10 +126,11 @@ def _is_initial_article(items: list[str], i: int, started: bool) -> bool:
     return len(nxt) >= 2 and any(c.isalpha() for c in nxt) and not nxt.isupper()
 
 
-def phonemize(text: str, *, weak_forms: bool = False) -> Phonemized:
+def phonemize(text: str, *, weak_forms: bool = False, lexicon: Lexicon | None = None) -> Phonemized:
     """Normalise ``text`` and turn it into phoneme tokens, ids and word spans. ``weak_forms``: "to" and "for"
     take their reduced forms (``g2p.WEAK_FORMS``) where another word follows without punctuation, as a voice trained
     on such labels expects (``VoiceInfo.weak_forms``); at a phrase's end they keep the dictionary's strong form.
+    ``lexicon``: the user's own pronunciations (``audiopd.text.lexicon``), which come before all of that.
 
     Raises ``NothingToSpeakError`` when no speakable word remains (empty, whitespace, only symbols,
     or only unsupported scripts); ``TextLimitError`` for a word over ``MAX_WORD_LETTERS`` letters or one
@@ -147,7 +146,7 @@ def phonemize(text: str, *, weak_forms: bool = False) -> Phonemized:
     items = list(_items(normalized))
     n_words = 0
     for n_words, item in enumerate((w for w in items if w not in _PUNCT), 1):
-        _check_word(item, n_words - 1)
+        _check_word(item, n_words - 1, lexicon)
     if n_words > g2p.SCAN_WORDS:  # a long text: parsing the pronouncing dictionary beats scanning it per word
         g2p.load_dictionary()
     for i, item in enumerate(items):
@@ -155,9 +154,11 @@ def phonemize(text: str, *, weak_forms: bool = False) -> Phonemized:
             if words:  # leading punctuation carries no pause worth a token
                 pending_punct = item
             continue
-        phones = g2p_word("a" if _is_initial_article(items, i, bool(words)) else item)
-        if weak_forms and item.lower() in WEAK_FORMS and i + 1 < len(items) and items[i + 1] not in _PUNCT:
-            phones = WEAK_FORMS[item.lower()]
+        phones = lexicon.get(item) if lexicon else None
+        if phones is None:
+            phones = g2p_word("a" if _is_initial_article(items, i, bool(words)) else item)
+            if weak_forms and item.lower() in WEAK_FORMS and i + 1 < len(items) and items[i + 1] not in _PUNCT:
+                phones = WEAK_FORMS[item.lower()]
         if not phones:  # cannot happen after normalisation, but a word must never be empty
             continue
         if words:

@@ -41,6 +41,14 @@ LETTER_NAMES: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 
 
+# Bounded work for any input (the frontend refuses such words; a lexicon may not hold them): the longest word of the CMU dictionary has 28 letters
+# ("antidisestablishmentarianism") and the longest English coinage in common dictionaries 45, so a longer
+# "word" is no word; spoken letter by letter or by rules it would be minutes of audio that the checker can
+# only fail (3,000 letters without a space took 10.5 minutes in auto mode). Such text is refused, never cut.
+MAX_WORD_LETTERS = 48
+# A word read out letter by letter (no vowel, not in the dictionary: "xkcd") costs ~0.4 s a letter.
+MAX_SPELLED_LETTERS = 12
+
 # Weak forms of function words whose dictionary form is a homophone of a content word ("to" = "two" = "too" T UW1,
 # "for" = "four" F AO1 R): speakers reduce them before another word, and a voice trained on one label for both
 # says "two" as reduced as "to", which a listener (and Whisper) hears as "to". In the natural corpus the aligned

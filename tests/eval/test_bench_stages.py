@@ -89,7 +89,7 @@ def test_the_table_has_every_stage_row_and_every_length_column(report) -> None:
 
 
 def test_cli_stages_prints_the_tables_and_writes_the_same_figures(artifacts, capsys, monkeypatch) -> None:
-    monkeypatch.setattr(pipeline, "default_checker", lambda config=None, runtime="numpy": passing)
+    monkeypatch.setattr(pipeline, "default_checker", lambda config=None, runtime="numpy", lexicon=None: passing)
     out = artifacts / "stages.json"
     argv = ["bench", "--stages", "--voice", "slt", "--lengths", "0.5,1", "--repeats", "1", "--seed", "3",
             "--json", str(out)]

@@ -110,7 +110,7 @@ def test_failed_check_escalates_on_torch(monkeypatch):
     """A first attempt that fails its check goes to the torch ladder (repair, more steps, serial), which reports."""
     from audiopd.lite import synth
 
-    def failing(_config):
+    def failing(_config, lexicon=None):
         def run(audio, sample_rate, text, **_kw):
             return {"passed": False, "score": 0.1, "reasons": ["injected failure"], "bad_spans": [[0.1, 0.3]]}
         return run

@@ -145,6 +145,7 @@ def test_the_server_speaks_once_before_it_says_it_is_ready(synth, monkeypatch) -
     (["serve", "--threads", "0"], "--threads must be >= 1"),
     (["serve", "--port", "x"], "invalid int value"),
     (["serve", "--voice", "carol"], "unknown voice 'carol'"),
+    (["serve", "--lexicon", "/nonexistent/my.dict"], "lexicon /nonexistent/my.dict: No such file"),
 ])
 def test_serve_usage_errors_exit_2_with_one_line(artifacts, capsys, argv, needle: str) -> None:
     assert main(argv) == 2
