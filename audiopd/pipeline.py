@@ -48,7 +48,7 @@ from audiopd.synthesis.items import GroupOutcome, check_durations
 from audiopd.synthesis.report import report_json  # noqa: F401  (re-exported for callers of the facade)
 from audiopd.synthesis.result import Result, assemble_result
 from audiopd.text import g2p
-from audiopd.text.lexicon import LexiconLike, load_lexicon
+from audiopd.text.lexicon import Lexicon, LexiconLike, load_lexicon
 
 if TYPE_CHECKING:
     from audiopd.checker.config import CheckerConfig
@@ -92,20 +92,23 @@ class Synthesizer(VoiceFacade):
     def synthesize(self, text: str, *, voice: str | None = None, mode: str = "auto", steps: int | None = None,
                    seed: int | None = None, speed: float = 1.0, check: bool | None = None,
                    time_budget_s: float | None = None, check_level: str = "fast",
-                   escalate_until: Callable[[], float | None] | None = None) -> Result:
+                   escalate_until: Callable[[], float | None] | None = None, lexicon: LexiconLike = None) -> Result:
         """Speak ``text``. ``check`` defaults to on for ``mode="auto"`` and off otherwise; ``check_level`` is
         "fast" (the voice's checker: a small phone recogniser) or "thorough" (PocketSphinx on every clip).
+        ``lexicon``: this call's pronunciations (a dict of words to phones, a file: ``audiopd.text.lexicon``) over
+        ``self.lexicon``'s.
         ``escalate_until``: auto mode reads it before each escalation stage, the ``time.perf_counter()`` time that
         stage must end by (None: no limit); a server passes what keeps the requests queued behind on time."""
         return self.synthesize_batch([text], voice=voice, mode=mode, steps=steps, seed=seed, speed=speed,
                                      check=check, time_budget_s=time_budget_s, check_level=check_level,
-                                     escalate_until=escalate_until)[0]
+                                     escalate_until=escalate_until, lexicon=lexicon)[0]
 
     def synthesize_batch(self, texts: Sequence[str], *, voice: str | None = None, mode: str = "auto",
                          steps: int | None = None, seed: int | None = None, speed: float = 1.0,
                          check: bool | None = None, time_budget_s: float | None = None,
                          check_level: str = "fast",
-                         escalate_until: Callable[[], float | None] | None = None) -> list[Result]:
+                         escalate_until: Callable[[], float | None] | None = None,
+                         lexicon: LexiconLike = None) -> list[Result]:
         """Speak several texts, decoding their chunks together in padded batches; one Result each.
 
         In each report ``forward_passes`` counts the passes of every batch the text took part in and
@@ -117,9 +120,10 @@ class Synthesizer(VoiceFacade):
         validate_options(mode, steps, seed, speed, time_budget_s, check_level)
         seed = secrets.randbelow(2**31) if seed is None else int(seed)
         speaker = self._speaker(voice)
-        checker, checking, warnings, checker_kind = self._resolve_checker(mode, check, check_level)
+        words = self._lexicon_for(lexicon)
+        checker, checking, warnings, checker_kind = self._resolve_checker(mode, check, check_level, words)
         with timing.span(timing.FRONTEND):
-            per_text = [self._items(t, speaker) for t in texts]
+            per_text = [self._items(t, speaker, words) for t in texts]
         items = [it for chunk_items in per_text for it in chunk_items]
         with timing.span(timing.DURATIONS):
             predicted = self._predict_durations(items, speed)
@@ -143,17 +147,20 @@ class Synthesizer(VoiceFacade):
                 "time_budget_s": time_budget_s, "cost_model": self.cost.source, "warnings": warnings,
                 "checker": checker_kind, "check_level": check_level if checking else None, "codec": self.codec.name,
                 "decoder": self.codec.decoder, "runtime": "torch", "precision": self.precision,
-                "lexicon": self.lexicon_report}
+                "lexicon": words.report() if words else None}
         return [assemble_result(chunk_items, outcomes, meta, wall, sample_rate=self.sample_rate,
                                 frame_rate=self.frame_rate, join=self.config.join) for chunk_items in per_text]
 
     def resume_auto(self, items: Sequence[Item], *, seed: int, steps: int | None = None,
-                    check_level: str = "fast", first_run: int = 0) -> dict[int, GroupOutcome]:
+                    check_level: str = "fast", first_run: int = 0,
+                    lexicon: Lexicon | None = None) -> dict[int, GroupOutcome]:
         """Auto mode's ladder after a first attempt made elsewhere: ``items[g]`` holds its checked parallel attempt
         (the NumPy runtime's, ``audiopd.lite``, decoded as group ``g`` with run ids below ``first_run``); each
         item that failed goes on alone as group ``g`` (repair of those tokens, more steps, serial) with its own
-        durations. Returns ``{id(item): outcome}`` for the items that went on; the rest need nothing more."""
-        checker, checking, _, _ = self._resolve_checker("auto", True, check_level)
+        durations. ``lexicon``: the one the items were phonemized with (None: ``self.lexicon``), which the checker
+        expects. Returns ``{id(item): outcome}`` for the items that went on; the rest need nothing more."""
+        words = self.lexicon if lexicon is None else lexicon
+        checker, checking, _, _ = self._resolve_checker("auto", True, check_level, words)
         renderer = Renderer(self.model, self.codec, parallel=self.config.parallel, serial=self.config.serial,
                             auto=self.config.auto, cost=self.cost, checker=checker, codec_for=self.codec_for,
                             first_run=first_run)
@@ -168,8 +175,8 @@ class Synthesizer(VoiceFacade):
         return outcomes
 
     # ------------------------------------------------------------------------------------ helpers
-    def _resolve_checker(self, mode: str, check: bool | None,
-                         level: str = "fast") -> tuple[Checker | None, bool, list[str], str | None]:
+    def _resolve_checker(self, mode: str, check: bool | None, level: str = "fast",
+                         lexicon: Lexicon | None = None) -> tuple[Checker | None, bool, list[str], str | None]:
         """(checker, checking, warnings, which thresholds: "voice", "default", "custom" or None = unchecked)."""
         want = (mode == "auto") if check is None else bool(check)
         if not want:
@@ -182,7 +189,7 @@ class Synthesizer(VoiceFacade):
 
             # the recogniser in torch, loaded here anyway: 2x NumPy's speed at 20 s (audiopd.checker.score)
             run = default_checker(at_level(self.checker_config or CheckerConfig(), level), runtime="torch",
-                                  lexicon=self.lexicon)
+                                  lexicon=lexicon)
         except ImportError as exc:
             if check:  # explicitly asked for: an installation problem the user must hear about
                 raise ArtifactError(f"the checker is unavailable: {exc}") from None

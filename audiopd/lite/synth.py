@@ -49,7 +49,7 @@ from audiopd.synthesis.items import (
     seed_for,
 )
 from audiopd.synthesis.result import Result, assemble_result
-from audiopd.text.lexicon import LexiconLike, load_lexicon
+from audiopd.text.lexicon import Lexicon, LexiconLike, load_lexicon
 
 
 class LiteSynthesizer(VoiceFacade):
@@ -99,12 +99,13 @@ class LiteSynthesizer(VoiceFacade):
     def synthesize(self, text: str, *, voice: str | None = None, mode: str = "auto", steps: int | None = None,
                    seed: int | None = None, speed: float = 1.0, check: bool | None = None,
                    time_budget_s: float | None = None, check_level: str = "fast",
-                   escalate_until: Callable[[], float | None] | None = None) -> Result:
+                   escalate_until: Callable[[], float | None] | None = None, lexicon: LexiconLike = None) -> Result:
         """``audiopd.pipeline.Synthesizer.synthesize``'s contract; the report's ``runtime`` says which ran."""
         t_start = time.perf_counter()
         validate_options(mode, steps, seed, speed, time_budget_s, check_level)
+        words = self._lexicon_for(lexicon)  # checked before anything runs, on either runtime
         kwargs = dict(voice=voice, mode=mode, steps=steps, speed=speed, check=check, time_budget_s=time_budget_s,
-                      check_level=check_level, escalate_until=escalate_until)
+                      check_level=check_level, escalate_until=escalate_until, lexicon=lexicon)
         why = self.unsupported(mode, check_level, time_budget_s, escalate_until)
         if why is not None:
             if self._fallback is None:
@@ -113,9 +114,9 @@ class LiteSynthesizer(VoiceFacade):
         seed = secrets.randbelow(2**31) if seed is None else int(seed)
         speaker = self._speaker(voice)
         checking = (mode == "auto") if check is None else bool(check)
-        checker = self._checker(check_level) if checking else None
+        checker = self._checker(check_level, words) if checking else None
         with timing.span(timing.FRONTEND):
-            items = self._items(text, speaker)
+            items = self._items(text, speaker, words)
         k = steps or (self.config.auto.first_steps if mode == "auto" else self.config.parallel.steps)
         par = dataclasses.replace(self.config.parallel, steps=k)
         outcomes = {}
@@ -130,7 +131,7 @@ class LiteSynthesizer(VoiceFacade):
                 raise LiteUnsupported(why)
             # The ladder repairs what NumPy decoded (same durations, same seed streams) instead of starting over.
             went_on = self.torch_synthesizer().resume_auto(items, seed=seed, steps=steps, check_level=check_level,
-                                                           first_run=len(items))
+                                                           first_run=len(items), lexicon=words)
             for key, out in went_on.items():
                 out.runs = {**outcomes[key].runs, **out.runs}  # the NumPy pass counts too
                 outcomes[key] = out
@@ -139,7 +140,7 @@ class LiteSynthesizer(VoiceFacade):
                 "time_budget_s": time_budget_s, "cost_model": "none (NumPy runtime: parallel first)", "warnings": [],
                 "checker": None if not checking else ("voice" if self.checker_config is not None else "default"),
                 "check_level": check_level if checking else None, "codec": self.codec.name, "decoder": "fast",
-                "runtime": runtime, "lexicon": self.lexicon_report}
+                "runtime": runtime, "lexicon": words.report() if words else None}
         if why is not None:
             meta["runtime_reason"] = why
         return assemble_result(items, outcomes, meta, time.perf_counter() - t_start, sample_rate=self.sample_rate,
@@ -182,10 +183,10 @@ class LiteSynthesizer(VoiceFacade):
         return GroupOutcome(first_path=PARALLEL, stages=[Stage(PARALLEL, FULL, par.steps)], budget_exhausted=False,
                             runs={group: res.forward_passes})
 
-    def _checker(self, level: str):
+    def _checker(self, level: str, lexicon: Lexicon | None):
         from audiopd.checker.config import CheckerConfig, at_level
 
-        return default_checker(at_level(self.checker_config or CheckerConfig(), level), lexicon=self.lexicon)
+        return default_checker(at_level(self.checker_config or CheckerConfig(), level), lexicon=lexicon)
 
 
 def _on_torch(result: Result, why: str) -> Result:

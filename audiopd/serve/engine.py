@@ -318,7 +318,7 @@ class Engine:
             # escalate_until when it would push the requests queued behind past theirs.
             result = self.synth.synthesize(job.pieces[index], voice=req.voice or self.speaker, mode=req.mode,
                                            steps=req.steps, seed=job.seed, speed=req.speed, time_budget_s=left,
-                                           check_level=req.check_level,
+                                           check_level=req.check_level, lexicon=req.lexicon,
                                            escalate_until=lambda: self.yield_time(job, index))
         finally:
             job.used_s += time.perf_counter() - t0
@@ -375,6 +375,7 @@ def merge(pieces: list[Piece], *, job: Job, sample_rate: int, wall_s: float) -> 
         "budget_exhausted": any(r.get("budget_exhausted") for r in reports),
         "escalation_yielded": any(r.get("escalation_yielded") for r in reports),
         "checker": first.get("checker"), "codec": first.get("codec"), "decoder": first.get("decoder"),
+        "lexicon": first.get("lexicon"),
         "warnings": sorted({w for r in reports for w in r.get("warnings", [])}),
         "check": check, "attempts": [{**a, "chunk": k} for k, r in enumerate(reports) for a in r["attempts"]],
     }

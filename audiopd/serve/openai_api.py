@@ -2,7 +2,8 @@
 
 The request follows https://platform.openai.com/docs/api-reference/audio/createSpeech: ``model``,
 ``input``, ``voice``, ``response_format``, ``speed``, ``stream_format`` (audio | sse), plus audiopd's
-``mode``, ``steps`` and ``seed``. Choices audiopd makes where OpenAI's names mean nothing here:
+``mode``, ``steps``, ``seed`` and ``lexicon`` (words to ARPAbet phones, sent as the SDK's ``extra_body``).
+Choices audiopd makes where OpenAI's names mean nothing here:
 
 * ``model``: ``audiopd``, or OpenAI's ``tts-1``, ``tts-1-hd``, ``gpt-4o-mini-tts`` as aliases of it;
 * ``voice``: a speaker of the loaded voice (``GET /v1/voices``); OpenAI's voice names (alloy, echo, ...)
@@ -26,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from audiopd.audio import resample, to_pcm16
-from audiopd.serve.request import MODES, RequestError, SynthesisRequest, check_numbers
+from audiopd.serve.request import MODES, TYPE_NAMES, RequestError, SynthesisRequest, check_numbers, request_lexicon
 
 MODEL_ID = "audiopd"
 MODEL_ALIASES = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")
@@ -44,6 +45,7 @@ _SF = {"wav": ("WAV", "PCM_16"), "flac": ("FLAC", "PCM_16"), "mp3": ("MP3", "MPE
 _FIELDS: dict[str, tuple[type, ...]] = {
     "model": (str,), "input": (str,), "voice": (str, dict), "response_format": (str,), "speed": (int, float),
     "stream_format": (str,), "instructions": (str,), "mode": (str,), "steps": (int,), "seed": (int,),
+    "lexicon": (dict,),
 }
 
 
@@ -73,7 +75,7 @@ def build_speech_request(fields: dict[str, Any], *, voices: Sequence[str], defau
         raise RequestError(400, f"unknown field(s) {', '.join(map(repr, unknown))}; known: {', '.join(_FIELDS)}")
     for key, value in fields.items():
         if value is not None and (isinstance(value, bool) or not isinstance(value, _FIELDS[key])):
-            want = "a string" if str in _FIELDS[key] else "a number" if float in _FIELDS[key] else "an integer"
+            want = TYPE_NAMES.get(_FIELDS[key], "a string")
             raise RequestError(400, f"{key} must be {want}, got {json.dumps(value)[:40]}")
     model = fields.get("model") or MODEL_ID
     if model != MODEL_ID and model not in MODEL_ALIASES:
@@ -108,7 +110,7 @@ def build_speech_request(fields: dict[str, Any], *, voices: Sequence[str], defau
         raise RequestError(400, f"mode must be one of {', '.join(MODES)}, got {mode[:20]!r}")
     speed = check_numbers(fields)
     req = SynthesisRequest(text=text, voice=voice, mode=mode, steps=fields.get("steps"), seed=fields.get("seed"),
-                           speed=1.0 if speed is None else float(speed))
+                           speed=1.0 if speed is None else float(speed), lexicon=request_lexicon(fields))
     return SpeechRequest(req, fmt, stream)
 
 

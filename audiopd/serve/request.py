@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from audiopd.checker.config import CHECK_LEVELS  # torch-free
+from audiopd.text.lexicon import Lexicon, LexiconError, load_lexicon
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -34,9 +35,13 @@ MAX_HEADER_CHARS = 4096
 # Field -> accepted JSON types. bool is a subclass of int in Python, so it is refused explicitly below.
 _FIELDS: dict[str, tuple[type, ...]] = {
     "text": (str,), "voice": (str,), "mode": (str,), "steps": (int,), "seed": (int,), "speed": (int, float),
-    "format": (str,), "checker": (str,),
+    "format": (str,), "checker": (str,), "lexicon": (dict,),
 }
 
+
+# what a refused field should have been, by its accepted JSON types
+TYPE_NAMES = {(str,): "a string", (int, float): "a number", (int,): "an integer",
+              (dict,): "an object of words to phones"}
 
 MAX_SEED = 2**63 - 1
 
@@ -66,6 +71,8 @@ class SynthesisRequest:
     speed: float = 1.0
     format: str = "wav"
     check_level: str = "fast"  # the request's "checker": the check of auto mode
+    # the request's own pronunciations, over the server's --lexicon (audiopd.text.lexicon)
+    lexicon: Lexicon | None = field(default=None, hash=False)
 
 
 def parse_json_body(raw: bytes) -> dict[str, Any]:
@@ -101,7 +108,7 @@ def build_request(fields: dict[str, Any], *, voices: Sequence[str], max_chars: i
         if value is None:
             continue  # explicit null = the default (a null text is caught below as missing)
         if isinstance(value, bool) or not isinstance(value, types):
-            want = "a string" if str in types else "a number" if float in types else "an integer"
+            want = TYPE_NAMES.get(types, "an integer")
             raise RequestError(400, f"{key} must be {want}, got {json.dumps(value)[:40]}")
     text = fields.get("text")
     if not isinstance(text, str) or not text.strip():
@@ -122,7 +129,20 @@ def build_request(fields: dict[str, Any], *, voices: Sequence[str], max_chars: i
         raise RequestError(400, f"checker must be one of {', '.join(CHECK_LEVELS)}, got {level!r}")
     speed = check_numbers(fields)
     return SynthesisRequest(text=text, voice=voice, mode=mode, steps=fields.get("steps"), seed=fields.get("seed"),
-                            speed=1.0 if speed is None else float(speed), format=fmt, check_level=level)
+                            speed=1.0 if speed is None else float(speed), format=fmt, check_level=level,
+                            lexicon=request_lexicon(fields))
+
+
+def request_lexicon(fields: dict[str, Any]) -> Lexicon | None:
+    """A request's ``"lexicon"`` (a JSON object of words to phones, ``audiopd.text.lexicon``), checked: 400 names
+    the entry that is wrong."""
+    value = fields.get("lexicon")
+    if value is None:
+        return None
+    try:
+        return load_lexicon(value)
+    except LexiconError as exc:
+        raise RequestError(400, f"lexicon: {_first_line(exc)}") from None
 
 
 def check_numbers(fields: dict[str, Any]) -> float | None:
@@ -167,7 +187,7 @@ def plain(obj: Any) -> Any:
 # The header keeps the summary fields; per-attempt and per-chunk detail lives in format=json.
 _HEADER_KEYS = ("voice", "seed", "requested_mode", "mode", "first_path", "check_level", "steps", "forward_passes",
                 "audio_seconds", "wall_seconds", "chunks", "speed", "budget_exhausted", "escalation_yielded", "checker",
-                "codec", "decoder", "warnings")
+                "codec", "decoder", "lexicon", "warnings")
 
 
 def compact_report(report: dict[str, Any]) -> dict[str, Any]:

@@ -211,11 +211,11 @@ class VoiceFacade:
     def voices(self) -> tuple[str, ...]:
         return tuple(self.model.info.voices)
 
-    @property
-    def lexicon_report(self) -> dict[str, Any] | None:
-        """What a synthesis report says of the lexicon: its source, size and entries' sha256 (None without one)."""
-        lx = self.lexicon
-        return None if lx is None else {"source": lx.source, "words": len(lx), "sha256": lx.sha256}
+    def _lexicon_for(self, lexicon: Any) -> Lexicon | None:
+        """The lexicon a call speaks with: its own words (anything ``load_lexicon`` takes) over ``self.lexicon``."""
+        from audiopd.text.lexicon import load_lexicon, merge_lexicons
+
+        return merge_lexicons(self.lexicon, load_lexicon(lexicon))
 
     @property
     def voice_name(self) -> str:
@@ -234,10 +234,11 @@ class VoiceFacade:
     def _speaker(self, voice: str | int | None) -> int:
         return 0 if voice is None else self.model.info.speaker_id(voice)
 
-    def _items(self, text: str, speaker: int) -> list[Item]:
-        """``text``'s chunks to speak (``synthesis.items.text_items``), labelled as this voice was trained."""
+    def _items(self, text: str, speaker: int, lexicon: Lexicon | None = None) -> list[Item]:
+        """``text``'s chunks to speak (``synthesis.items.text_items``), labelled as this voice was trained, with
+        ``lexicon``'s pronunciations (a call's, ``_lexicon_for``; None: ``self.lexicon``)."""
         return text_items(text, speaker, self.config.max_chunk_chars, weak_forms=self.model.info.weak_forms,
-                          lexicon=self.lexicon)
+                          lexicon=self.lexicon if lexicon is None else lexicon)
 
     def _speaker_name(self, speaker: int) -> str:
         return self.voices[speaker] if speaker < len(self.voices) else str(speaker)

@@ -75,6 +75,20 @@ class Lexicon:
     def __len__(self) -> int:
         return len(self.entries)
 
+    def report(self) -> dict[str, object]:
+        """What a synthesis report says of it: source, size and the entries' sha256."""
+        return {"source": self.source, "words": len(self), "sha256": self.sha256}
+
+
+def merge_lexicons(base: Lexicon | None, extra: Lexicon | None) -> Lexicon | None:
+    """``base`` with ``extra``'s entries over it (a request's words over a server's): either alone when the other is
+    None or empty."""
+    if not extra:
+        return base
+    if not base:
+        return extra
+    return Lexicon({**base.entries, **extra.entries}, f"{base.source} + {extra.source}")
+
 
 LexiconLike = Lexicon | Mapping[str, str | Sequence[str]] | str | Path | None
 

@@ -71,6 +71,11 @@ def test_models_voices_and_errors_in_openai_shape(client, server) -> None:
         client.audio.speech.create(model="whisper-1", voice="alloy", input="Hi.")
     with pytest.raises(openai.BadRequestError, match="instructions are not supported"):
         client.audio.speech.create(model="tts-1", voice="alloy", input="Hi.", instructions="Whisper.")
+    with pytest.raises(openai.BadRequestError, match="lexicon: entry 'hi'"):
+        client.audio.speech.create(model="tts-1", voice="alloy", input="Hi.", extra_body={"lexicon": {"hi": "QQ"}})
+    spoken = client.audio.speech.create(model="tts-1", voice="alloy", input="Hi.", response_format="wav",
+                                        extra_body={"lexicon": {"hi": "HH AY1"}})
+    assert json.loads(spoken.response.headers["x-audiopd-report"])["lexicon"]["words"] == 1
 
 
 @pytest.mark.parametrize("fmt, subtype", [("flac", "PCM_16"), ("mp3", None), ("opus", "OPUS")])

@@ -32,6 +32,8 @@ def test_defaults_and_full_requests() -> None:
     # An explicit null means the default.
     assert build_request({"text": "Hi.", "mode": None, "speed": None}, voices=VOICES, max_chars=10).mode == "auto"
     assert build_request({"text": "Hi.", "checker": "thorough"}, voices=VOICES, max_chars=10).check_level == "thorough"
+    words = build_request({"text": "Hi.", "lexicon": {"Hi": "HH AY1"}}, voices=VOICES, max_chars=10).lexicon
+    assert words.get("hi") == ("HH", "AY1") and len(words) == 1
 
 
 @pytest.mark.parametrize("fields, status, needle", [
@@ -44,6 +46,9 @@ def test_defaults_and_full_requests() -> None:
     ({"text": "Hi.", "seed": 2**63}, 400, "seed must be an integer in 0.."),
     ({"text": "Hi.", "voice": 1}, 400, "voice must be a string"),
     ({"text": "Hi.", "extra": 1, "more": 2}, 400, "unknown field(s) 'extra', 'more'"),
+    ({"text": "Hi.", "lexicon": "nguyen W IH1 N"}, 400, "lexicon must be an object of words to phones"),
+    ({"text": "Hi.", "lexicon": {"nguyen": "W IH N"}}, 400, "lexicon: entry 'nguyen': vowel 'IH' needs its stress"),
+    ({"text": "Hi.", "lexicon": {"e-mail": "IY1"}}, 400, "lexicon: entry 'e-mail': 'e-mail' is not a word"),
 ])
 def test_bad_fields(fields, status: int, needle: str) -> None:
     with pytest.raises(RequestError) as info:

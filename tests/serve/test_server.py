@@ -84,6 +84,18 @@ def test_json_format_carries_the_same_audio_as_wav_for_a_fixed_seed(server) -> N
     assert other.status == 200 and other.body != wav.body
 
 
+def test_a_request_lexicon_is_spoken_and_reported(server) -> None:
+    fields = {"text": "Nguyen called.", "mode": "parallel", "seed": 5, "format": "json"}
+    plain = request(server, "/synthesize", payload=fields).json()
+    ours = request(server, "/synthesize", payload={**fields, "lexicon": {"nguyen": "W IH1 N"}}).json()
+    assert plain["report"]["lexicon"] is None
+    assert ours["report"]["lexicon"]["words"] == 1 and ours["report"]["lexicon"]["source"] == "<mapping>"
+    # three phones instead of the dictionary's five: another token sequence, so other audio
+    assert ours["audio_wav_base64"] != plain["audio_wav_base64"]
+    bad = request(server, "/synthesize", payload={**fields, "lexicon": {"nguyen": "W IH N"}})
+    assert bad.status == 400 and "stress digit" in bad.json()["error"]
+
+
 def test_post_picks_speaker_mode_and_speed(server) -> None:
     base = request(server, "/synthesize", payload={"text": "Good morning.", "mode": "serial", "seed": 1})
     fast = request(server, "/synthesize", payload={"text": "Good morning.", "voice": "bob", "mode": "serial",

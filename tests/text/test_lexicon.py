@@ -19,7 +19,7 @@ from audiopd.pipeline import Synthesizer
 from audiopd.cli import main
 from audiopd.text import lexicon as lexicon_mod
 from audiopd.text.frontend import phonemize
-from audiopd.text.lexicon import Lexicon, LexiconError, load_lexicon
+from audiopd.text.lexicon import Lexicon, LexiconError, load_lexicon, merge_lexicons
 
 
 def _tokens(text: str, lexicon: Lexicon | None = None, **kw) -> str:
@@ -91,6 +91,14 @@ def test_bad_files_are_refused_with_file_and_line(tmp_path: Path, monkeypatch: p
         load_lexicon(3)
 
 
+def test_merging_puts_the_second_over_the_first() -> None:
+    base, extra = load_lexicon({"gif": "G IH1 F", "nguyen": "W IH1 N"}), load_lexicon({"gif": "JH IH1 F"})
+    both = merge_lexicons(base, extra)
+    assert both.get("gif") == ("JH", "IH1", "F") and both.get("nguyen") == ("W", "IH1", "N") and len(both) == 2
+    assert merge_lexicons(base, None) is base and merge_lexicons(None, extra) is extra
+    assert merge_lexicons(None, None) is None and merge_lexicons(base, Lexicon()) is base
+
+
 def test_phonemize_says_lexicon_words_its_way_before_any_rule() -> None:
     lx = load_lexicon({"nguyen": "W IH1 N", "to": "T UW1"})
     assert _tokens("Mr. Nguyen went to Paris.", lx, weak_forms=True) == (
@@ -123,6 +131,13 @@ def test_the_facade_speaks_and_reports_its_lexicon() -> None:
     assert result.audio.size > 0
     assert result.report["lexicon"] == {"source": "<mapping>", "words": 1, "sha256": tts.lexicon.sha256}
     assert [w.word for w in result.words] == ["nguyen", "called"]
+    # a call's own words go over the voice's, for that call only
+    call = tts.synthesize("Nguyen called Gif.", mode="parallel", seed=0, lexicon={"gif": "JH IH1 F"})
+    assert call.report["lexicon"]["words"] == 2 and call.report["lexicon"]["source"] == "<mapping> + <mapping>"
+    over = tts._lexicon_for({"nguyen": "N UW1 N"})
+    assert over.get("nguyen") == ("N", "UW1", "N") and tts.lexicon.get("nguyen") == ("W", "IH1", "N")
+    with pytest.raises(LexiconError, match="stress digit"):
+        tts.synthesize("Nguyen called.", mode="parallel", seed=0, lexicon={"x": "AH"})
 
 
 def test_both_runtimes_speak_with_the_one_lexicon() -> None:
@@ -134,6 +149,10 @@ def test_both_runtimes_speak_with_the_one_lexicon() -> None:
         phonemize("Nguyen called.", weak_forms=weak, lexicon=lx).ids]
     tts.lexicon = other = load_lexicon({"nguyen": "N UW1 N"})
     assert tts.torch_synthesizer().lexicon is other  # repair and serial speak the same words
+    result = tts.synthesize("Gif.", mode="parallel", seed=0, lexicon={"gif": "JH IH1 F"})
+    assert result.report["runtime"] == "numpy" and result.report["lexicon"]["words"] == 2
+    serial = tts.synthesize("Gif.", mode="serial", seed=0, lexicon={"gif": "JH IH1 F"})  # on torch, the same words
+    assert serial.report["runtime"] == "torch" and serial.report["lexicon"] == result.report["lexicon"]
 
 
 def test_load_refuses_a_bad_lexicon_before_the_voice() -> None:
