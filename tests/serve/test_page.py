@@ -52,6 +52,21 @@ def test_type_press_play_and_the_audio_plays(page, server) -> None:
     assert page.inner_text("#status") == "" and not errors
 
 
+def test_pronunciations_from_the_page(page, server) -> None:
+    page.goto(server.url)
+    page.fill("#text", "Doctor Nguyen is here.")
+    page.select_option("#mode", "parallel")
+    page.click("summary")
+    page.fill("#lexicon", ";;; mine\nNGUYEN  W IH1 N\n")
+    page.click("#play")
+    page.wait_for_function("document.getElementById('audio').src.startsWith('blob:')", timeout=30_000)
+    assert page.inner_text("#lexicon-used") == "1 word(s) of your own"
+    page.fill("#lexicon", "NGUYEN  W IH N")  # a vowel without its stress: the server's 400 shows
+    page.click("#play")
+    page.wait_for_function("document.getElementById('status').className === 'error'", timeout=30_000)
+    assert "stress digit" in page.inner_text("#status")
+
+
 def test_errors_show_on_the_page(page, server) -> None:
     page.goto(server.url)
     page.fill("#text", "!!!")

@@ -45,8 +45,22 @@ function highlight() {
   if (!$("audio").paused) requestAnimationFrame(highlight);
 }
 
+// "WORD  PH ON ES" lines -> {word: "PH ON ES"}; the server checks every entry (audiopd.text.lexicon).
+function lexiconOf(text) {
+  const out = {};
+  for (const line of text.split("\n")) {
+    const body = line.trim();
+    if (!body || body.startsWith(";;;")) continue;
+    const [word, ...phones] = body.split(/\s+/);
+    out[word] = phones.join(" ");
+  }
+  return out;
+}
+
 async function play() {
   const body = { text: $("text").value, voice: $("voice").value || null, mode: $("mode").value, format: "json" };
+  const lexicon = lexiconOf($("lexicon").value);
+  if (Object.keys(lexicon).length) body.lexicon = lexicon;
   if ($("steps").value) body.steps = Number($("steps").value);
   if ($("speed").value) body.speed = Number($("speed").value);
   $("play").disabled = true;
@@ -68,6 +82,8 @@ async function play() {
       reply.headers.get("X-Audiopd-First-Path") + ", K " + data.report.steps + ")";
     $("timing").textContent = data.report.audio_seconds.toFixed(2) + " s of audio in " +
       ((performance.now() - t0) / 1000).toFixed(2) + " s";
+    const used = data.report.lexicon;
+    $("lexicon-used").textContent = used ? used.words + " word(s) of your own" : "-";
     showWords(data.words);
     const audio = $("audio");
     audio.src = objectUrl;
