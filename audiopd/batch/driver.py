@@ -329,7 +329,7 @@ def run_command(args: argparse.Namespace, load_voice: Callable) -> int:
         rows_per_call=args.batch_rows,
         manifest=MANIFEST if shard is None else f"manifest.shard-{shard[0]}-of-{shard[1]}.jsonl")
     options.validate()
-    every = read_rows(args.input, args.input_format)
+    every = read_rows(args.input, args.input_format, lexicon)
     if not every:
         raise InputError(f"{'stdin' if args.input == '-' else args.input} holds no rows to render")
     rows = select_shard(every, shard)  # may be empty: more shards than rows

@@ -22,9 +22,12 @@ import sys
 import unicodedata
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from audiopd.errors import AudiopdError, NothingToSpeakError
+
+if TYPE_CHECKING:
+    from audiopd.text.lexicon import Lexicon
 
 FORMATS = ("txt", "csv", "tsv", "jsonl")
 FIELDS = ("id", "text", "voice", "mode", "steps", "seed", "speed")
@@ -102,15 +105,16 @@ def read_source(source: str) -> str:
         raise InputError(f"{source}: cannot read ({exc.strerror or exc})") from None
 
 
-def read_rows(source: str, fmt: str | None = None) -> list[Row]:
-    """Parse ``source`` (a path or ``-``) into rows, checking each; duplicate ids raise ``InputError``."""
+def read_rows(source: str, fmt: str | None = None, lexicon: Lexicon | None = None) -> list[Row]:
+    """Parse ``source`` (a path or ``-``) into rows, checking each (their text as the frontend with ``lexicon``
+    reads it); duplicate ids raise ``InputError``."""
     text = read_source(source)
     fmt = fmt or detect_format(source, text)
     if fmt not in FORMATS:
         raise InputError(f"unknown input format {fmt!r}; use one of {', '.join(FORMATS)}")
     records = {"txt": _txt_records, "jsonl": _jsonl_records}.get(fmt)
     raw = records(text) if records else _table_records(text, "," if fmt == "csv" else "\t", source)
-    rows = [_check(i, line, rec, err) for i, (line, rec, err) in enumerate(raw)]
+    rows = [_check(i, line, rec, err, lexicon) for i, (line, rec, err) in enumerate(raw)]
     _refuse_duplicates(rows)
     return rows
 
@@ -167,7 +171,7 @@ def _table_records(text: str, delimiter: str, source: str):
         raise InputError(f"{source}: line {reader.line_num}: {exc}") from None
 
 
-def _check(index: int, line: int, rec: dict, error: str | None) -> Row:
+def _check(index: int, line: int, rec: dict, error: str | None, lexicon: Lexicon | None = None) -> Row:
     """A Row from one record; the first problem found becomes its ``error``."""
     row_id = rec.get("id")
     if isinstance(row_id, int) and not isinstance(row_id, bool):
@@ -185,16 +189,17 @@ def _check(index: int, line: int, rec: dict, error: str | None) -> Row:
             except ValueError as exc:
                 problem = f"{key}: {exc}"
     if problem is None:
-        problem = text_problem(text)
+        problem = text_problem(text, lexicon)
     return replace(row, **fields, error=problem)
 
 
-def text_problem(text: str) -> str | None:
-    """Why ``text`` cannot be spoken (None if it can), from the text frontend the facade uses."""
+def text_problem(text: str, lexicon: Lexicon | None = None) -> str | None:
+    """Why ``text`` cannot be spoken (None if it can), from the text frontend the facade uses (with the render's
+    ``lexicon``: a lexicon word is never spelled out, so the spelling limit spares it)."""
     from audiopd.text import phonemize
 
     try:
-        phonemize(text)
+        phonemize(text, lexicon=lexicon)
     except NothingToSpeakError as exc:
         return str(exc) or "nothing to speak"
     except AudiopdError as exc:

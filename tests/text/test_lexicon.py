@@ -13,7 +13,7 @@ from voice_fixtures import tiny_voice
 
 import audiopd
 from audiopd.batch.driver import RenderOptions, request_of
-from audiopd.batch.inputs import Row
+from audiopd.batch.inputs import Row, read_rows
 from audiopd.codec.fixture import make_fixture_codec
 from audiopd.pipeline import Synthesizer
 from audiopd.cli import main
@@ -169,6 +169,15 @@ def test_the_checker_expects_the_lexicon_phones() -> None:
     plain = audiopd.check(audio, rate, "Nguyen")
     ours = audiopd.check(audio, rate, "Nguyen", lexicon=load_lexicon({"nguyen": "W IH1 N"}))
     assert plain.metrics["phones"] == 5 and ours.metrics["phones"] == 3  # N UW0 Y EH1 N against W IH1 N
+
+
+def test_render_reads_its_rows_with_the_lexicon(tmp_path: Path) -> None:
+    rows = tmp_path / "rows.txt"
+    rows.write_text("Say BCDFGHJKLMNPQ.\nHello.\n", encoding="utf-8")
+    plain = read_rows(str(rows))
+    assert "spelled out" in plain[0].error and plain[1].error is None
+    ours = read_rows(str(rows), lexicon=load_lexicon({"bcdfghjklmnpq": "B IY1"}))
+    assert ours[0].error is None and ours[1].error is None
 
 
 def test_render_records_the_lexicon_so_a_changed_one_renders_again() -> None:
