@@ -13,7 +13,6 @@ atomically, so a failed run leaves no partial files behind.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 from pathlib import Path
@@ -21,7 +20,7 @@ from pathlib import Path
 from audiopd.artifacts import VOICE_HELP
 from audiopd.codec.registry import DEFAULT_CODEC, add_decoder_argument
 from audiopd.errors import AudiopdError, UsageError
-from audiopd.fileio import check_writable_dir
+from audiopd.fileio import check_writable_dir, stdout_to_stderr, write_fd
 from audiopd.lite import RUNTIMES
 from audiopd.subcommands import (  # the registry and main, also importable from here
     EXIT_USAGE,  # noqa: F401
@@ -101,19 +100,37 @@ def cmd_voices(args: argparse.Namespace) -> int:
 
 # -------------------------------------------------------------------------------------- phonemize
 def _phonemize_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("text", nargs="+", metavar="TEXT", help="English text (several arguments are joined by spaces)")
+    p.add_argument("text", nargs="+", metavar="TEXT",
+                   help="English text (several arguments are joined by spaces); '-' reads stdin")
     add_lexicon_argument(p)
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument("--words", action="store_true",
+                       help="a line per word: the word, its phones and where they come from (lexicon, dictionary "
+                            "or guessed by the G2P's rules)")
+    shown.add_argument("--guesses", action="store_true",
+                       help="only the words neither --lexicon nor the dictionary has, once each with the phones "
+                            "the G2P guessed, as a lexicon file to check, fix and pass back with --lexicon "
+                            "(each input line phonemized on its own, so a whole book can be piped in)")
 
 
-@subcommand("phonemize", help="print the normalised text and its phoneme tokens", args=_phonemize_args)
+@subcommand("phonemize", help="print the normalised text and its phoneme tokens (or each word's phones and "
+            "their source, or the words the G2P has to guess)", args=_phonemize_args)
 def cmd_phonemize(args: argparse.Namespace) -> int:
     from audiopd.text import phonemize
-
+    from audiopd.text.guesses import as_lexicon, guesses, word_phones
     from audiopd.text.lexicon import load_lexicon
 
-    result = phonemize(" ".join(args.text), lexicon=load_lexicon(args.lexicon))
-    print(result.text)
-    print(" ".join(result.tokens))
+    lexicon = load_lexicon(args.lexicon)
+    text = _read_text(args.text)
+    if args.guesses:
+        sys.stdout.write(as_lexicon(guesses(text.splitlines(), lexicon=lexicon)))
+    elif args.words:
+        for w in word_phones(text, lexicon=lexicon):
+            print(f"{w.word}\t{' '.join(w.phones)}\t{w.source}")
+    else:
+        result = phonemize(text, lexicon=lexicon)
+        print(result.text)
+        print(" ".join(result.tokens))
     return 0
 
 
@@ -219,7 +236,7 @@ def cmd_say(args: argparse.Namespace) -> int:
 
     from audiopd.synthesis.report import report_json
 
-    with _stdout_to_stderr(to_stdout) as stdout:
+    with stdout_to_stderr(to_stdout) as stdout:
         tts, speaker = _load_voice(args.voice, decoder=args.decoder, runtime=args.runtime, lexicon=lexicon)
         result = tts.synthesize(text, voice=speaker, mode=args.mode, steps=args.steps, seed=args.seed,
                                 speed=args.speed, check_level=args.checker)
@@ -238,7 +255,7 @@ def cmd_say(args: argparse.Namespace) -> int:
             from audiopd.serve.request import wav_bytes
 
             target = Path("<stdout>")
-            _write_fd(stdout, wav_bytes(result.audio, result.sample_rate))
+            write_fd(stdout, wav_bytes(result.audio, result.sample_rate))
     except OSError as exc:
         for path in written:  # all or nothing
             path.unlink(missing_ok=True)
@@ -252,33 +269,6 @@ def cmd_say(args: argparse.Namespace) -> int:
         print(f"{PROG}: warning: the output failed the check: {one_line(reasons)}", file=sys.stderr)
         return 1 if args.strict else 0
     return 0
-
-
-@contextlib.contextmanager
-def _stdout_to_stderr(active: bool):
-    """While loading and speaking, file descriptor 1 points at stderr, so that nothing a library prints (C
-    libraries included) can corrupt WAV bytes written to stdout; yields the real stdout's descriptor."""
-    if not active:
-        yield None
-        return
-    sys.stdout.flush()
-    saved = os.dup(1)
-    os.dup2(2, 1)
-    try:
-        with contextlib.redirect_stdout(sys.stderr):  # Python's own sys.stdout may not write to fd 1
-            yield saved
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-
-
-def _write_fd(fd: int, data: bytes) -> None:
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-    finally:
-        os.close(fd)
 
 
 # ------------------------------------------------------------------------------------------ check

@@ -1,4 +1,5 @@
-"""Atomic file writes: a temp file in the target's folder, then a rename.
+"""Atomic file writes: a temp file in the target's folder, then a rename; and audio bytes on stdout that nothing else
+can corrupt (``stdout_to_stderr``, ``write_fd``).
 
 A failure (full disk, Ctrl-C, an exception in the writer) never leaves a partial or empty output behind, and
 the result gets the permissions a plain ``open()`` would give (``mkstemp`` alone makes 0600 files).
@@ -7,9 +8,10 @@ the result gets the permissions a plain ``open()`` would give (``mkstemp`` alone
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 
 from audiopd.errors import AudiopdError
@@ -58,3 +60,31 @@ def check_writable_dir(outdir: Path) -> None:
         os.unlink(probe)
     except OSError as exc:
         raise AudiopdError(f"output directory {outdir} is not writable: {exc.strerror or exc}") from None
+
+
+@contextmanager
+def stdout_to_stderr(active: bool) -> Iterator[int | None]:
+    """While loading and speaking, file descriptor 1 points at stderr, so that nothing a library prints (C
+    libraries included) can corrupt WAV bytes written to stdout; yields the real stdout's descriptor."""
+    if not active:
+        yield None
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        with redirect_stdout(sys.stderr):  # Python's own sys.stdout may not write to fd 1
+            yield saved
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+
+
+def write_fd(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to descriptor ``fd``, then close it (``stdout_to_stderr``'s saved stdout)."""
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
