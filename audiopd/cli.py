@@ -13,7 +13,6 @@ atomically, so a failed run leaves no partial files behind.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -35,7 +34,7 @@ from audiopd.subcommands import (  # the registry and main, also importable from
     one_line,
     subcommand,
 )
-from audiopd.text.lexicon import add_lexicon_argument
+from audiopd.text.lexicon import add_lexicon_argument, load_lexicon
 
 
 # ---------------------------------------------------------------------------------- codec roundtrip
@@ -118,7 +117,6 @@ def _phonemize_args(p: argparse.ArgumentParser) -> None:
 def cmd_phonemize(args: argparse.Namespace) -> int:
     from audiopd.text import phonemize
     from audiopd.text.guesses import as_lexicon, guesses, word_phones
-    from audiopd.text.lexicon import load_lexicon
 
     lexicon = load_lexicon(args.lexicon)
     text = _read_text(args.text)
@@ -230,8 +228,6 @@ def cmd_say(args: argparse.Namespace) -> int:
             raise UsageError(f"{target} is a directory, not a file name")
         check_writable_dir(target.parent)
     text = _read_text(args.text)
-    from audiopd.text.lexicon import load_lexicon
-
     lexicon = load_lexicon(args.lexicon)
 
     from audiopd.synthesis.report import report_json
@@ -289,7 +285,6 @@ def cmd_check(args: argparse.Namespace) -> int:
     from audiopd.audio import read_audio
     from audiopd.synthesis.report import report_json, verdict_to_dict
     from audiopd.text import phonemize
-    from audiopd.text.lexicon import load_lexicon
 
     lexicon = load_lexicon(args.lexicon)
     phonemize(args.text, lexicon=lexicon)  # unspeakable reference text is bad input (exit 2), not a failed check

@@ -263,8 +263,8 @@ those phones (PocketSphinx, the thorough level, keeps its own dictionary). Raise
     )
 
 
-def _ctc_checks(audio: np.ndarray, sample_rate: int, text: str, cfg: CheckerConfig,
-                runtime: str = "numpy", lexicon: Lexicon | None = None) -> tuple[list[Finding], list[WordResult], dict[str, float]]:
+def _ctc_checks(audio: np.ndarray, sample_rate: int, text: str, cfg: CheckerConfig, runtime: str = "numpy",
+                lexicon: Lexicon | None = None) -> tuple[list[Finding], list[WordResult], dict[str, float]]:
     """The phone recogniser's findings, per-word spans and scores (audiopd.checker.ctc)."""
     from audiopd.checker.ctc import PhoneCheckConfig, check_phones
     from audiopd.checker.phones import labels_of_ids

@@ -94,7 +94,6 @@ def _nothing_to_speak(text: str) -> NothingToSpeakError:
 _SENTENCE_END = frozenset(".!?")
 
 
-
 def check_word_limits(text: str, lexicon: Lexicon | None = None) -> None:
     """Raise ``TextLimitError`` if a word of ``text`` is over the limits (before chunking splits it); a word of
     ``lexicon`` is never spelled out, so only the length limit holds for it."""

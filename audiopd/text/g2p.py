@@ -41,10 +41,11 @@ LETTER_NAMES: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 
 
-# Bounded work for any input (the frontend refuses such words; a lexicon may not hold them): the longest word of the CMU dictionary has 28 letters
-# ("antidisestablishmentarianism") and the longest English coinage in common dictionaries 45, so a longer
-# "word" is no word; spoken letter by letter or by rules it would be minutes of audio that the checker can
-# only fail (3,000 letters without a space took 10.5 minutes in auto mode). Such text is refused, never cut.
+# Bounded work for any input (the frontend refuses such words; a lexicon may not hold them): the longest word of
+# the CMU dictionary has 28 letters ("antidisestablishmentarianism") and the longest English coinage in common
+# dictionaries 45, so a longer "word" is no word; spoken letter by letter or by rules it would be minutes of audio
+# that the checker can only fail (3,000 letters without a space took 10.5 minutes in auto mode). Such text is
+# refused, never cut.
 MAX_WORD_LETTERS = 48
 # A word read out letter by letter (no vowel, not in the dictionary: "xkcd") costs ~0.4 s a letter.
 MAX_SPELLED_LETTERS = 12

@@ -185,7 +185,7 @@ def _cmu_lines(text: str, path: Path):
         body = line.strip()
         if not body or body.startswith(";;;"):
             continue
-        word, _, phones = body.partition(" ") if "\t" not in body else body.partition("\t")
+        word, _, phones = body.replace("\t", " ").partition(" ")  # spaces or tabs between the word and its phones
         if _VARIANT.fullmatch(word):
             continue
         if not phones.strip():
