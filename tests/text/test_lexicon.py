@@ -3,6 +3,7 @@ the checker and ``audiopd render`` all speaking a lexicon word its way."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import pickle
 from pathlib import Path
@@ -97,6 +98,10 @@ def test_merging_puts_the_second_over_the_first() -> None:
     assert both.get("gif") == ("JH", "IH1", "F") and both.get("nguyen") == ("W", "IH1", "N") and len(both) == 2
     assert merge_lexicons(base, None) is base and merge_lexicons(None, extra) is extra
     assert merge_lexicons(None, None) is None and merge_lexicons(base, Lexicon()) is base
+    # its sha256 is that of its parts', so a few words over a large lexicon do not hash the large one again
+    assert both.sha256 == hashlib.sha256(f"{base.sha256}:{extra.sha256}".encode()).hexdigest()
+    assert merge_lexicons(base, load_lexicon({"gif": "G IH1 F"})).sha256 != both.sha256
+    assert "sha256" in base.__dict__  # computed once per lexicon, then read from the instance
 
 
 def test_phonemize_says_lexicon_words_its_way_before_any_rule() -> None:
