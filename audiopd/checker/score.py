@@ -153,8 +153,8 @@ def score(
     duration). ``runtime``: where the phone recogniser runs, "numpy" (the default: a check never imports torch)
     or "torch" (the same network and weights, for a process that has torch loaded anyway: on two threads it takes
     11.8 against 15.6 ms at 5 s of speech and 39.9 against 79.1 at 20 s, CHANGELOG 2026-12-07). ``lexicon``: the
-user's pronunciations the audio was synthesised with (``audiopd.text.lexicon``), so the phone recogniser expects
-those phones (PocketSphinx, the thorough level, keeps its own dictionary). Raises
+    user's pronunciations the audio was synthesised with (``audiopd.text.lexicon``), so the phone recogniser expects
+    those phones (PocketSphinx, the thorough level, keeps its own dictionary). Raises
     ``AudioInputError`` for unusable audio and ``NothingToSpeakError`` when the text holds no words.
     """
     if runtime not in RUNTIMES:

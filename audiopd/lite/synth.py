@@ -49,7 +49,7 @@ from audiopd.synthesis.items import (
     seed_for,
 )
 from audiopd.synthesis.result import Result, assemble_result
-from audiopd.text.lexicon import Lexicon, LexiconLike, load_lexicon
+from audiopd.text.lexicon import Lexicon, LexiconLike, load_lexicon, merge_lexicons
 
 
 class LiteSynthesizer(VoiceFacade):
@@ -103,9 +103,9 @@ class LiteSynthesizer(VoiceFacade):
         """``audiopd.pipeline.Synthesizer.synthesize``'s contract; the report's ``runtime`` says which ran."""
         t_start = time.perf_counter()
         validate_options(mode, steps, seed, speed, time_budget_s, check_level)
-        words = self._lexicon_for(lexicon)  # checked before anything runs, on either runtime
+        extra = load_lexicon(lexicon)  # checked before anything runs, on either runtime; torch takes it as loaded
         kwargs = dict(voice=voice, mode=mode, steps=steps, speed=speed, check=check, time_budget_s=time_budget_s,
-                      check_level=check_level, escalate_until=escalate_until, lexicon=lexicon)
+                      check_level=check_level, escalate_until=escalate_until, lexicon=extra)
         why = self.unsupported(mode, check_level, time_budget_s, escalate_until)
         if why is not None:
             if self._fallback is None:
@@ -113,6 +113,7 @@ class LiteSynthesizer(VoiceFacade):
             return _on_torch(self.torch_synthesizer().synthesize(text, seed=seed, **kwargs), why)
         seed = secrets.randbelow(2**31) if seed is None else int(seed)
         speaker = self._speaker(voice)
+        words = merge_lexicons(self.lexicon, extra)
         checking = (mode == "auto") if check is None else bool(check)
         checker = self._checker(check_level, words) if checking else None
         with timing.span(timing.FRONTEND):
