@@ -104,6 +104,20 @@ def test_merging_puts_the_second_over_the_first() -> None:
     assert "sha256" in base.__dict__  # computed once per lexicon, then read from the instance
 
 
+def test_a_merged_lexicon_layers_its_parts_and_counts_each_word_once() -> None:
+    base = load_lexicon({"gif": "G IH1 F", "nguyen": "W IH1 N"})
+    extra = load_lexicon({"gif": "JH IH1 F", "siobhan": "SH IH0 V AO1 N"})
+    both = merge_lexicons(base, extra)
+    assert len(both) == 3 and "siobhan" in both and "Nguyen" in both and "kubernetes" not in both
+    again = merge_lexicons(both, load_lexicon({"nguyen": "N UW1 Y EH0 N", "xiaomi": "SH AW1 M IY0"}))
+    assert len(again) == 4 and again.get("NGUYEN") == ("N", "UW1", "Y", "EH0", "N") and again.get("gif")[0] == "JH"
+    assert base.get("nguyen") == ("W", "IH1", "N") and len(base) == 2  # the parts are left as they were
+    copy = pickle.loads(pickle.dumps(again))  # render workers receive it
+    assert copy.get("xiaomi") == again.get("xiaomi") and len(copy) == 4 and copy.sha256 == again.sha256
+    assert dict(again.entries) == {**base.entries, **extra.entries, "nguyen": ("N", "UW1", "Y", "EH0", "N"),
+                                   "xiaomi": ("SH", "AW1", "M", "IY0")}
+
+
 def test_phonemize_says_lexicon_words_its_way_before_any_rule() -> None:
     lx = load_lexicon({"nguyen": "W IH1 N", "to": "T UW1"})
     assert _tokens("Mr. Nguyen went to Paris.", lx, weak_forms=True) == (
