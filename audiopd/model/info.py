@@ -25,6 +25,7 @@ from audiopd.model.config import ModelConfig
 VOICE_FORMAT_VERSION = 1
 SUPPORTED_VOICE_VERSIONS = (1,)
 MAX_PARALLEL_STEPS = 64  # a voice's own K: SoundStorm uses 16 for level 0; more is unbounded work, not quality
+MAX_TEMPERATURE = 2.0  # a voice's own level-0 temperature: above ~1.5 a draw is mostly noise
 CHECKER_FILE = "checker.yaml"
 # A voice's per-speaker duration calibration (VoiceInfo.duration_scale): a correction of a few percent, not a
 # speaking rate (that is ``speed``, the caller's); beyond this range the duration model itself needs work.
@@ -58,6 +59,11 @@ class VoiceInfo:
     # K is a property of the model: a confident one needs fewer passes (recipes/voice/README.md, "Two passes and a
     # fair bench").
     parallel_steps: int = 0
+    # The level-0 sampling temperature of this voice's parallel decoding (where its anneal starts, at any K; 0 =
+    # greedy), chosen with ``parallel_steps`` on the development split; None = the engine's (1.0, annealed to 0.2).
+    # A confident model's most likely level 0 in one pass can score as well as two sampled passes
+    # (recipes/voice/README.md, "One greedy pass").
+    level0_temperature: float | None = None
     # Trained on weak forms of "to" and "for" (audiopd.text.g2p.WEAK_FORMS): the frontend must label a text the
     # same way for this voice (recipes/natural/05_weak_forms.py relabels a corpus's shards).
     weak_forms: bool = False
@@ -79,6 +85,11 @@ class VoiceInfo:
         if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_PARALLEL_STEPS:
             raise ArtifactError(f"parallel_steps must be an integer in [0, {MAX_PARALLEL_STEPS}] (0 = the engine's "
                                 f"default), got {self.parallel_steps!r}")
+        t = self.level0_temperature
+        if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float))
+                              or not 0.0 <= t <= MAX_TEMPERATURE):
+            raise ArtifactError(f"level0_temperature must be a number in [0, {MAX_TEMPERATURE}] (0 = greedy) or null "
+                                f"(the engine's), got {t!r}")
         if self.duration_scale and len(self.duration_scale) != len(self.voices):
             raise ArtifactError(f"duration_scale gives {len(self.duration_scale)} value(s) for {len(self.voices)} "
                                 "voice(s)")

@@ -138,10 +138,17 @@ def default_checker(config: CheckerConfig | None = None, runtime: str = "numpy",
 
 
 def voice_config(model) -> SynthesisConfig:
-    """The defaults with the voice's own level-0 step budget (``VoiceInfo.parallel_steps``, chosen on its
-    development split) for parallel mode and auto mode's first attempt; a voice that sets none gets the defaults."""
-    k = getattr(getattr(model, "info", None), "parallel_steps", 0)
+    """The defaults with the voice's own level-0 step budget (``VoiceInfo.parallel_steps``) and level-0 temperature
+    (``VoiceInfo.level0_temperature``), both chosen on its development split, for parallel mode and auto mode's
+    first attempt (the temperature for the ladder's parallel decodes too); a voice that sets neither gets the
+    defaults."""
+    info = getattr(model, "info", None)
+    k = getattr(info, "parallel_steps", 0)
+    temperature = getattr(info, "level0_temperature", None)
     config = SynthesisConfig()
+    if temperature is not None:
+        sampling = dataclasses.replace(config.parallel.sampling, temperature=float(temperature))
+        config = dataclasses.replace(config, parallel=dataclasses.replace(config.parallel, sampling=sampling))
     if not k:
         return config
     return dataclasses.replace(config, parallel=dataclasses.replace(config.parallel, steps=k),

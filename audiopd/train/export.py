@@ -139,7 +139,8 @@ def parse_smoothing(text: str) -> dict[str, float]:
 def export_voice(source: str | Path, out_dir: str | Path, *, checker: str | Path | None = None,
                  codec: str | Path | None = None, speakers: tuple[str, ...] | None = None,
                  dtype: str = "float32", smoothing: dict[str, float] | None = None,
-                 parallel_steps: int | None = None, weak_forms: bool = False, average: int = 1) -> Path:
+                 parallel_steps: int | None = None, weak_forms: bool = False, average: int = 1,
+                 level0_temperature: float | None = None) -> Path:
     """``source``: a run directory (its latest checkpoint) or one checkpoint directory.
 
     ``checker``: a YAML file of CheckerConfig fields to ship as the voice's ``checker.yaml``.
@@ -149,6 +150,8 @@ def export_voice(source: str | Path, out_dir: str | Path, *, checker: str | Path
     ``smoothing``: each shipped voice's decode-time blur in frames (``with_smoothing``); None = the codec's.
     ``parallel_steps``: the voice's own level-0 step budget (``VoiceInfo.parallel_steps``, chosen on the dev split);
     None or 0 = the engine's default.
+    ``level0_temperature``: the voice's own level-0 temperature (``VoiceInfo.level0_temperature``, chosen with
+    ``parallel_steps``); None = the engine's.
     ``weak_forms``: the run trained on shards relabelled with weak forms (recipes/natural/05_weak_forms.py), so the
     voice must be spoken to the same way (``VoiceInfo.weak_forms``).
     ``average``: ship the mean of the run's last ``average`` checkpoints up to the chosen one
@@ -172,6 +175,8 @@ def export_voice(source: str | Path, out_dir: str | Path, *, checker: str | Path
         info = with_smoothing(info, smoothing)
     if parallel_steps is not None:
         info = dataclasses.replace(info, parallel_steps=parallel_steps)
+    if level0_temperature is not None:
+        info = dataclasses.replace(info, level0_temperature=level0_temperature)
     if weak_forms:
         info = dataclasses.replace(info, weak_forms=True)
     model = VoiceModel(mcfg, info)
@@ -209,6 +214,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parallel-steps", type=int, default=None, metavar="K",
                     help="the voice's own level-0 step budget of parallel decoding, chosen on the dev split "
                          "(default: the engine's)")
+    ap.add_argument("--level0-temperature", type=float, default=None, metavar="T",
+                    help="the voice's own level-0 temperature of parallel decoding (0 = greedy), chosen with "
+                         "--parallel-steps on the dev split (default: the engine's)")
     ap.add_argument("--weak-forms", action="store_true",
                     help="the run trained on weak-form labels (recipes/natural/05_weak_forms.py): the voice's "
                          "frontend uses them too")
@@ -220,7 +228,8 @@ def main(argv: list[str] | None = None) -> int:
         smoothing = None if args.smooth_frames is None else parse_smoothing(args.smooth_frames)
         path = export_voice(args.source, args.out, checker=args.checker, codec=args.codec, speakers=speakers,
                             dtype=args.dtype, smoothing=smoothing, parallel_steps=args.parallel_steps,
-                            weak_forms=args.weak_forms, average=args.average)
+                            weak_forms=args.weak_forms, average=args.average,
+                            level0_temperature=args.level0_temperature)
     except AudiopdError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

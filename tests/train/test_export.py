@@ -240,6 +240,16 @@ def test_export_records_the_voices_own_step_budget(shard_dir: Path, tmp_path: Pa
         load_voice(out)
 
 
+def test_export_records_the_voices_own_level0_temperature(shard_dir: Path, tmp_path: Path) -> None:
+    train(tiny_train_config(max_steps=1), shard_dir, tmp_path / "run")
+    assert load_voice(export_voice(tmp_path / "run", tmp_path / "plain")).info.level0_temperature is None
+    out = export_voice(tmp_path / "run", tmp_path / "voice", parallel_steps=1, level0_temperature=0.0)
+    assert yaml.safe_load((out / "config.yaml").read_text())["level0_temperature"] == 0.0
+    assert load_voice(out).info.level0_temperature == 0.0
+    with pytest.raises(ArtifactError, match="level0_temperature"):
+        export_voice(tmp_path / "run", tmp_path / "bad", level0_temperature=-1.0)
+
+
 def test_export_averages_the_last_checkpoints(shard_dir: Path, tmp_path: Path) -> None:
     from safetensors.torch import load_file
 
