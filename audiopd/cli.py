@@ -91,6 +91,8 @@ def cmd_voices(args: argparse.Namespace) -> int:
                 print(f"{head}: BROKEN: {v['error']}")
                 continue
             k = f", K {v['parallel_steps']}" if v["parallel_steps"] else ""
+            t = v["level0_temperature"]
+            k += "" if t is None else ", greedy level 0" if t == 0 else f", level-0 temperature {t:g}"
             print(f"{head}: codec {v['codec']}, {v['sample_rate']} Hz{k}")
             for s in v["speakers"]:
                 print(f"  {s['name']:<8} {'taught by ' + s['teacher'] if s['teacher'] else ''}".rstrip())

@@ -152,9 +152,9 @@ def speaker_owner(speaker: str) -> str | None:
 def describe_voices() -> list[dict[str, Any]]:
     """Every voice a bare ``--voice NAME`` can name (``artifacts.available``, so ``$AUDIOPD_VOICES_PATH`` too), as
     ``audiopd voices`` lists it, the default first: name, whether it is the default, speakers with their teachers
-    (the first speaks unless told), codec, sample rate and the voice's own K. Configs are read and checksums
-    verified, weights not loaded. A broken artifact gets ``error`` (why) instead of the rest, so one does not hide
-    the others."""
+    (the first speaks unless told), codec, sample rate and the voice's own K and level-0 temperature. Configs are
+    read and checksums verified, weights not loaded. A broken artifact gets ``error`` (why) instead of the rest, so
+    one does not hide the others."""
     out: list[dict[str, Any]] = []
     for name in sorted(artifacts.available("voices"), key=lambda n: (n != DEFAULT_VOICE, n)):  # the default first
         entry: dict[str, Any] = {"name": name, "default": name == DEFAULT_VOICE}
@@ -165,7 +165,8 @@ def describe_voices() -> list[dict[str, Any]]:
             continue
         teachers = info.teachers or ("",) * len(info.voices)
         out.append({**entry, "speakers": [{"name": v, "teacher": t} for v, t in zip(info.voices, teachers)],
-                    "codec": info.codec, "sample_rate": info.sample_rate, "parallel_steps": info.parallel_steps})
+                    "codec": info.codec, "sample_rate": info.sample_rate, "parallel_steps": info.parallel_steps,
+                    "level0_temperature": info.level0_temperature})
     return out
 
 
