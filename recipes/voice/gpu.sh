@@ -11,7 +11,8 @@
 #        REFINER_STEPS / REFINER_MINUTES / REFINER_THREADS (the mel refiner's run after the export: 4000 steps,
 #        at most 2 minutes, every core; on this 2-core CPU 15000 and 40 gave the shipped refiner),
 #        PARALLEL_STEPS (the exported voice's own K; default INIT's: re-choose it on the dev split, README.md
-#        "Two passes and a fair bench"), WEAK_FORMS (true when TOKENS carry weak-form labels,
+#        "Two passes and a fair bench"), LEVEL0_TEMPERATURE (its level-0 temperature, chosen with K; default
+#        INIT's, README.md "One greedy pass"), WEAK_FORMS (true when TOKENS carry weak-form labels,
 #        recipes/natural/05_weak_forms.py; default INIT's: voices/natural has it since 2026-12-06, so relabel a
 #        corpus's shards with stage 05 before continuing it), DUR_SHARDS (more dev shards for the duration
 #        calibration, space-separated: joe's, which TOKENS of the Kokoro corpus lack)
@@ -45,9 +46,10 @@ cp "$RUN/log.jsonl" "$OUT/log.jsonl"
 
 echo "== export -> $OUT/voice"
 PSTEPS="${PARALLEL_STEPS:-$(sed -n 's/^parallel_steps: *//p' "$INIT/config.yaml")}"
+L0TEMP="${LEVEL0_TEMPERATURE:-$(sed -n 's/^level0_temperature: *//p' "$INIT/config.yaml")}"
 "$PY" -m audiopd.train.export "$RUN" "$OUT/voice" --speakers "${SPEAKERS:-kokoro:af_heart,kokoro:am_adam}" \
   --codec "$REPO/codecs/mel22k" --checker "$HERE/conf/checker_natural.yaml" --dtype float16 \
-  --parallel-steps "${PSTEPS:-0}" \
+  --parallel-steps "${PSTEPS:-0}" $([ -n "$L0TEMP" ] && [ "$L0TEMP" != null ] && echo --level0-temperature "$L0TEMP") \
   $([ "${WEAK_FORMS:-$(sed -n 's/^weak_forms: *//p' "$INIT/config.yaml")}" = true ] && echo --weak-forms)
 
 # Each speaker's durations put back to its teacher's total on the dev split (VoiceInfo.duration_scale; README.md,
