@@ -49,7 +49,7 @@ from audiopd.synthesis.items import (
     seed_for,
 )
 from audiopd.synthesis.result import Result, assemble_result
-from audiopd.text.lexicon import Lexicon, LexiconLike, load_lexicon, merge_lexicons
+from audiopd.text.lexicon import Lexicon, LexiconLike, load_lexicon
 
 
 class LiteSynthesizer(VoiceFacade):
@@ -113,7 +113,7 @@ class LiteSynthesizer(VoiceFacade):
             return _on_torch(self.torch_synthesizer().synthesize(text, seed=seed, **kwargs), why)
         seed = secrets.randbelow(2**31) if seed is None else int(seed)
         speaker = self._speaker(voice)
-        words = merge_lexicons(self.lexicon, extra)
+        words = self._lexicon_for(extra)  # the call's words over the voice's (a loaded lexicon is taken as it is)
         checking = (mode == "auto") if check is None else bool(check)
         checker = self._checker(check_level, words) if checking else None
         with timing.span(timing.FRONTEND):
